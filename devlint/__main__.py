@@ -1,0 +1,3 @@
+from devlint.cli import main
+
+main()

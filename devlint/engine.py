@@ -1,0 +1,125 @@
+"""The core: source text in, findings (and fixed text) out. No disk, no click."""
+
+from __future__ import annotations
+
+import ast
+import sys
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from devlint.config import Config
+from devlint.context import FileContext
+from devlint.fixer import apply_edits, define_device
+from devlint.model import Applicability, FileError, FileResult, Finding
+from devlint.source import SourceError, decode
+from devlint.suppressions import is_suppressed, noqa_lines
+
+MAX_FIX_PASSES = 6
+# LibCST's visitors recurse per nesting level; deep (but valid) code needs more than the default.
+RECURSION_LIMIT = 10_000
+
+
+class FixDidNotConverge(Exception):
+    pass
+
+
+def check_source(path: str, data: bytes, config: Config) -> FileResult:
+    """Check (and, with config.fix, fix) one file's bytes. Errors are returned, never raised."""
+    result = FileResult(path)
+    try:
+        decoded = decode(data)
+    except SourceError as exc:
+        result.error = FileError(str(exc))
+        return result
+    text = decoded.text
+    result.original_source = text
+    try:
+        with _deep_recursion():
+            if config.fix:
+                fixed, applied, findings = fix_text(text, config)
+                result.applied = applied
+                if fixed != text:
+                    result.fixed_source = fixed
+            else:
+                findings = lint_text(text, config)
+    except cst.ParserSyntaxError as exc:
+        result.error = FileError(f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column + 1)
+        return result
+    except RecursionError:
+        result.error = FileError("too deeply nested to analyse (recursion limit reached)")
+        return result
+    except FixDidNotConverge as exc:
+        result.error = FileError(f"internal error: {exc}; the file was left unchanged", internal=True)
+        return result
+    except Exception as exc:  # a bug in devlint must not stop the run or print a traceback
+        result.error = FileError(f"internal error: {type(exc).__name__}: {exc}", internal=True)
+        return result
+    result.findings = findings
+    return result
+
+
+def lint_text(text: str, config: Config) -> list[Finding]:
+    rules = config.rules()
+    if not rules or not _may_match(text, rules):
+        return []
+    module = cst.parse_module(text)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    ctx = FileContext(wrapper, config.fix_options)
+    visitors = [rule(ctx) for rule in rules]
+    wrapper.visit_batched(visitors)
+    findings = sorted((f for v in visitors for f in v.findings), key=lambda f: (f.start, f.code))
+    noqa = noqa_lines(text)
+    if noqa:
+        findings = [f for f in findings if not is_suppressed(noqa, f.code, (f.start.line, f.end.line))]
+    return findings
+
+
+def _may_match(text: str, rules) -> bool:
+    """The standard-library parser is many times faster than LibCST: skip files nothing can match."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # newer syntax or broken code: let LibCST decide and report
+    predicates = [rule.ast_candidate for rule in rules]
+    return any(predicate(node) for node in ast.walk(tree) for predicate in predicates)
+
+
+def fixable(finding: Finding, config: Config) -> bool:
+    if finding.fix is None or not finding.fix.edits:
+        return False
+    if finding.fix.applicability is Applicability.SAFE:
+        return True
+    return finding.fix.applicability is Applicability.UNSAFE and config.unsafe_fixes
+
+
+def fix_text(text: str, config: Config) -> tuple[str, list[Finding], list[Finding]]:
+    """Fix, re-lint, repeat until nothing applicable remains: (text, applied, remaining findings)."""
+    applied_all: list[Finding] = []
+    current = text
+    for _ in range(MAX_FIX_PASSES):
+        findings = lint_text(current, config)
+        chosen = [f for f in findings if fixable(f, config)]
+        if not chosen:
+            return current, applied_all, findings
+        updated, applied = apply_edits(current, chosen)
+        if any(f.fix.needs_device for f in applied):
+            updated = define_device(updated, config.fix_options)
+        if updated == current:
+            return current, applied_all, findings
+        applied_all.extend(applied)
+        current = updated
+    raise FixDidNotConverge(f"fixes did not converge after {MAX_FIX_PASSES} passes")
+
+
+def unsafe_fix_count(findings: list[Finding]) -> int:
+    return sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+
+
+class _deep_recursion:
+    def __enter__(self):
+        self.previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(self.previous, RECURSION_LIMIT))
+
+    def __exit__(self, *exc):
+        sys.setrecursionlimit(self.previous)

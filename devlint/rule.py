@@ -1,0 +1,89 @@
+"""The base every rule derives from: metadata, examples, reporting and edit helpers."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+from devlint.context import FileContext
+from devlint.model import Applicability, Edit, Finding, Fix, Position
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example the rule must flag; `fixed` is the text after `--fix` (with `unsafe` fixes if set)."""
+
+    code: str
+    fixed: str | None = None
+    unsafe: bool = False
+    count: int = 1
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """A rule is a LibCST visitor run in one batched traversal with all the others.
+
+    Its class docstring is its documentation (Markdown, fixed headings); VALID and INVALID are both
+    examples in those docs and tests.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    default_enabled: ClassVar[bool] = True
+    VALID: ClassVar[tuple[str, ...]] = ()
+    INVALID: ClassVar[tuple[Invalid, ...]] = ()
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.findings: list[Finding] = []
+
+    @staticmethod
+    def ast_candidate(node: ast.AST) -> bool:
+        """Cheap pre-pass: could this standard-library AST node be flagged? (False: never parse for us.)"""
+        return True
+
+    @classmethod
+    def documentation(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first paragraph under '## What it does', for tables."""
+        doc = cls.documentation()
+        body = doc.split("## What it does", 1)[-1].strip().split("\n\n", 1)[0]
+        return " ".join(body.split())
+
+    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None,
+               start_node: cst.CSTNode | None = None) -> None:
+        start, _ = self.ctx.span(start_node or node)
+        _, end = self.ctx.span(node)
+        self.findings.append(Finding(self.code, self.name, message or self.message, start, end, fix))
+
+    # -- edit helpers ----------------------------------------------------------------------------
+    def replace(self, node: cst.CSTNode, content: str) -> Edit:
+        start, end = self.ctx.span(node)
+        return Edit(start, end, content)
+
+    def replace_between(self, first: cst.CSTNode, last: cst.CSTNode, content: str) -> Edit:
+        return Edit(self.ctx.span(first)[0], self.ctx.span(last)[1], content)
+
+    def insert_before(self, node: cst.CSTNode, content: str) -> Edit:
+        start, _ = self.ctx.span(node)
+        return Edit(start, start, content)
+
+    @staticmethod
+    def fix(title: str, applicability: Applicability, *edits: Edit, needs_device: bool = False) -> Fix:
+        return Fix(title, applicability, tuple(edits), needs_device)
+
+    @staticmethod
+    def display_only(title: str) -> Fix:
+        return Fix(title, Applicability.DISPLAY_ONLY)
+
+
+def position(line: int, column: int) -> Position:
+    return Position(line, column)

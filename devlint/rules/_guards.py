@@ -1,0 +1,292 @@
+"""Is this code only reached when CUDA is present or was asked for?
+
+A *CUDA condition* is an expression whose truth says something about CUDA:
+
+* an availability test: `torch.cuda.is_available()`, `torch.cuda.device_count()`, any call whose
+  dotted name mentions cuda/gpu (`has_cuda()`), `x.is_cuda`, a comparison with a "cuda" string
+  (`device.type == "cuda"`, `"cuda" in str(device)`);
+* a user's explicit switch, recognised by its name: `args.cuda`, `use_gpu`, `opt.gpu_ids`, `TEST_CUDA`,
+  `args.gpu is not None`, `args.ngpu > 0`; `no_cuda`/`cpu`-style names count inverted;
+* a name assigned from such a test anywhere in the file (`ok = torch.cuda.is_available()`).
+
+`not`, `is None`, `== 0` on counts and `< 0` invert a condition; `and`/`or` combine them.
+
+Code is *guarded* when it sits in the true branch of a condition that implies CUDA (`if`, conditional
+expression, later operand of `and`, `while`), in the false branch of one whose falsity implies CUDA
+(`else` of `if not cuda`, later operand of `or`), after an early exit (`if not cuda: return`,
+`assert cuda`), inside a function or class whose decorators skip it without CUDA, or in a module or
+class with a `pytestmark` that does. Precision comes first, so the recognition is generous.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import libcst as cst
+
+from devlint.context import FileContext
+from devlint.syntax import dotted_name, last_component, name_words, string_value
+
+TRUE_ONLY = (True, False)  # (true implies CUDA, false implies CUDA)
+FALSE_ONLY = (False, True)
+NOTHING = (False, False)
+
+_NEGATIONS = {"no", "not", "disable", "disabled", "without", "skip", "dont", "never"}
+_COUNT_WORDS = {"n", "num", "count", "number", "ngpu", "ngpus", "gpus", "nb"}
+_EXIT_CALLS = {"exit", "quit", "_exit", "skip", "skipTest", "fail", "exit_with_error"}
+
+
+def _flip(pair: tuple[bool, bool]) -> tuple[bool, bool]:
+    return (pair[1], pair[0])
+
+
+def _switch_words_polarity(identifier: str) -> tuple[bool, bool]:
+    words = name_words(identifier)
+    cuda = any("cuda" in w or "gpu" in w for w in words)
+    negated = any(w in _NEGATIONS for w in words) or any(
+        w.startswith("no") and ("cuda" in w or "gpu" in w) for w in words
+    )
+    if cuda:
+        return FALSE_ONLY if negated else TRUE_ONLY
+    if any(w.startswith("cpu") for w in words):
+        return TRUE_ONLY if negated else FALSE_ONLY
+    return NOTHING
+
+
+def _is_count_like(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Call):
+        name = dotted_name(node.func) or ""
+        if name.endswith("device_count") or name == "len":
+            return True
+        node = node.func
+    component = last_component(node) or ""
+    words = set(name_words(component))
+    return bool(words & _COUNT_WORDS) or component.endswith(("count", "gpus"))
+
+
+def _number(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _number(node.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+def _mentions_string(node: cst.CSTNode, prefix: str) -> bool:
+    """Is there a string literal starting with `prefix` in `node` (e.g. `torch.device("cuda:0")`)?"""
+    value = string_value(node)
+    if value is not None:
+        return value.lower().startswith(prefix)
+    if isinstance(node, (cst.Call, cst.Tuple, cst.List, cst.Set)):
+        children = [a.value for a in node.args] if isinstance(node, cst.Call) else [e.value for e in node.elements]
+        return any(_mentions_string(child, prefix) for child in children)
+    return False
+
+
+class CudaGuards:
+    """Answers `is_guarded(node)` for one file."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._depth = 0
+
+    # -- conditions --------------------------------------------------------------------------------
+    @cached_property
+    def _assigned_conditions(self) -> dict[str, list[cst.BaseExpression]]:
+        """Every `name = <expr>` / `self.name = <expr>` in the file, by dotted target."""
+        found: dict[str, list[cst.BaseExpression]] = {}
+
+        class Collect(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for target in node.targets:
+                    name = dotted_name(target.target)
+                    if name:
+                        found.setdefault(name, []).append(node.value)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                name = dotted_name(node.target)
+                if name and node.value is not None:
+                    found.setdefault(name, []).append(node.value)
+
+        self.ctx.module.visit(Collect())
+        return found
+
+    def implies(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
+        """(truthy means CUDA, falsy means CUDA) for a condition."""
+        if self._depth > 8:
+            return NOTHING
+        self._depth += 1
+        try:
+            return self._implies(expr)
+        finally:
+            self._depth -= 1
+
+    def _implies(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return _flip(self.implies(expr.expression))
+        if isinstance(expr, cst.BooleanOperation):
+            left, right = self.implies(expr.left), self.implies(expr.right)
+            if isinstance(expr.operator, cst.And):
+                return (left[0] or right[0], left[1] and right[1])
+            return (left[0] and right[0], left[1] or right[1])
+        if isinstance(expr, cst.Comparison):
+            return self._comparison(expr)
+        if isinstance(expr, cst.NamedExpr):
+            return self.implies(expr.value)
+        return self._atom(expr)
+
+    def _atom(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
+        if isinstance(expr, cst.Call):
+            name = dotted_name(expr.func) or ""
+            if name in {"len", "bool", "any", "all"} and expr.args:
+                return self.implies(expr.args[0].value)
+            if name.endswith(".startswith") and isinstance(expr.func, cst.Attribute) and expr.args:
+                prefix = (string_value(expr.args[0].value) or "").lower()
+                return TRUE_ONLY if prefix.startswith(("cuda", "gpu")) else FALSE_ONLY if prefix == "cpu" else NOTHING
+            polarity = NOTHING
+            for part in name.split("."):
+                candidate = _switch_words_polarity(part)
+                if candidate != NOTHING:
+                    polarity = candidate
+            return polarity
+        name = dotted_name(expr)
+        if name is None:
+            return NOTHING
+        for value in self._assigned_conditions.get(name, ()):
+            if value is not expr:
+                polarity = self.implies(value)
+                if polarity != NOTHING:
+                    return polarity
+        component = last_component(expr)
+        return _switch_words_polarity(component) if component else NOTHING
+
+    def _comparison(self, expr: cst.Comparison) -> tuple[bool, bool]:
+        target = expr.comparisons[0]
+        left, op, right = expr.left, target.operator, target.comparator
+        positive = isinstance(op, (cst.Equal, cst.Is, cst.In))
+        negative = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
+        for prefix, result in (("cuda", TRUE_ONLY), ("gpu", TRUE_ONLY), ("cpu", FALSE_ONLY)):
+            if _mentions_string(left, prefix) or _mentions_string(right, prefix):
+                if positive:
+                    return result
+                if negative:
+                    return _flip(result)
+                return NOTHING
+        switch, other = left, right
+        polarity = self.implies(left)
+        if polarity == NOTHING:
+            switch, other, polarity = right, left, self.implies(right)
+        if polarity == NOTHING:
+            return NOTHING
+        if other is left:  # `0 < n_gpu`: mirror the operator so that the switch is on the left
+            op = {cst.LessThan: cst.GreaterThan(), cst.GreaterThan: cst.LessThan(),
+                  cst.LessThanEqual: cst.GreaterThanEqual(), cst.GreaterThanEqual: cst.LessThanEqual()}.get(type(op), op)
+        if isinstance(other, cst.Name) and other.value in {"None", "False"}:
+            return _flip(polarity) if positive else polarity if negative else NOTHING
+        if isinstance(other, cst.Name) and other.value == "True":
+            return polarity if positive else _flip(polarity) if negative else NOTHING
+        number = _number(other)
+        if number is None:
+            return polarity if not negative else NOTHING
+        means_gpu = {
+            cst.GreaterThan: True,
+            cst.GreaterThanEqual: number >= 0,
+            cst.LessThan: False if number <= 1 else None,
+            cst.LessThanEqual: False if number <= 0 else None,
+            cst.NotEqual: True if number <= 0 else None,
+            cst.Equal: number > 0 or (number == 0 and not _is_count_like(switch)),
+        }.get(type(op))
+        if means_gpu is None:
+            return NOTHING
+        return polarity if means_gpu else _flip(polarity)
+
+    # -- placement ---------------------------------------------------------------------------------
+    def is_guarded(self, node: cst.CSTNode) -> bool:
+        child = node
+        for parent in self.ctx.ancestors(node):
+            if self._guards_child(parent, child):
+                return True
+            child = parent
+        return False
+
+    def _guards_child(self, parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+        if isinstance(parent, (cst.If, cst.IfExp)):
+            if child is parent.body:
+                return self.implies(parent.test)[0]
+            if child is parent.orelse:
+                return self.implies(parent.test)[1]
+            return False
+        if isinstance(parent, cst.While):
+            return child is parent.body and self.implies(parent.test)[0]
+        if isinstance(parent, cst.BooleanOperation) and child is parent.right:
+            polarity = self.implies(parent.left)
+            return polarity[0] if isinstance(parent.operator, cst.And) else polarity[1]
+        if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            return self._guarded_by_earlier_statement(parent.body, child) or (
+                isinstance(parent, cst.Module) and self._module_has_pytestmark
+            )
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            if child is parent.body and isinstance(parent.body, cst.IndentedBlock):
+                if isinstance(parent, cst.ClassDef) and self._has_pytestmark(parent.body.body):
+                    return True
+            return child is parent.body and any(self._decorator_guards(d.decorator) for d in parent.decorators)
+        return False
+
+    @cached_property
+    def _module_has_pytestmark(self) -> bool:
+        return self._has_pytestmark(self.ctx.module.body)
+
+    def _guarded_by_earlier_statement(self, body, child: cst.CSTNode) -> bool:
+        for statement in body:
+            if statement is child:
+                return False
+            if isinstance(statement, cst.If) and statement.orelse is None and self._always_exits(statement.body):
+                if self.implies(statement.test)[1]:
+                    return True
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assert) and self.implies(small.test)[0]:
+                        return True
+        return False
+
+    def _always_exits(self, block: cst.BaseSuite) -> bool:
+        statements = list(block.body)
+        if not statements:
+            return False
+        last = statements[-1]
+        if isinstance(last, cst.SimpleStatementLine):
+            last = last.body[-1]
+        if isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+            return True
+        if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+            name = dotted_name(last.value.func) or ""
+            return name.rsplit(".", 1)[-1] in _EXIT_CALLS
+        return False
+
+    def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
+        func = decorator.func if isinstance(decorator, cst.Call) else decorator
+        name = dotted_name(func) or ""
+        tail = name.rsplit(".", 1)[-1].lower()
+        if isinstance(decorator, cst.Call) and decorator.args and tail in {"skipif", "skipunless"}:
+            condition = decorator.args[0].value
+            for arg in decorator.args:
+                if arg.keyword is not None and arg.keyword.value == "condition":
+                    condition = arg.value
+            polarity = self.implies(condition)
+            return polarity[1] if tail == "skipif" else polarity[0]
+        return any(_switch_words_polarity(part) == TRUE_ONLY for part in name.split("."))
+
+    def _has_pytestmark(self, body) -> bool:
+        for statement in body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and any(
+                    dotted_name(t.target) == "pytestmark" for t in small.targets
+                ):
+                    marks = small.value.elements if isinstance(small.value, (cst.List, cst.Tuple)) else None
+                    values = [e.value for e in marks] if marks is not None else [small.value]
+                    if any(self._decorator_guards(v) for v in values):
+                        return True
+        return False

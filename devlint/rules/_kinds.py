@@ -1,0 +1,407 @@
+"""Is this expression a tensor, an `nn.Module`, or something we cannot tell?
+
+Tensor methods (`.to`, `.cuda`, `.float`, ...) return a new tensor; `nn.Module` ones move the module in
+place and return it; many other objects (pipelines, graph batches, tokenizer outputs) also move in
+place. So a rule that reports a thrown-away result must know the receiver is a tensor, and it knows
+that only from provenance inside the file:
+
+TENSOR
+    a call of a torch tensor factory or op (`torch.zeros`, `torch.cat`, `torch.nn.functional.*`,
+    `torch.Tensor(...)`, `nn.Parameter(...)`, ...); a tensor-returning method on a tensor
+    (`.clone()`, `.view()`, `.float()`); indexing, arithmetic or a comparison involving a tensor; the
+    attributes `.weight`, `.bias`, `.data`, `.grad`; a parameter or name annotated `torch.Tensor`;
+    `self.x` assigned a tensor, an `nn.Parameter` or registered with `register_buffer`; a loop variable
+    over `.parameters()`/`.buffers()` (or the values of their `named_` forms) or over
+    `torch.chunk/split/unbind`.
+MODULE
+    an instance of a `torch.nn` class or of a class of this file that subclasses one; `self` and
+    `super()` inside such a class; `nn.DataParallel(...)`, `DistributedDataParallel(...)`,
+    `copy.deepcopy(module)`; items of `.modules()`/`.children()`; a name annotated `nn.Module`.
+UNKNOWN
+    everything else: un-annotated parameters, results of calling a model or a project function,
+    attributes of unknown objects, subscripts of unknown containers.
+
+A name takes the kind of its last binding before the use, in its own scope.
+"""
+
+from __future__ import annotations
+
+import enum
+from functools import cached_property
+
+import libcst as cst
+
+from devlint.context import FileContext
+from devlint.syntax import dotted_name, string_value
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    MODULE = "module"
+    UNKNOWN = "unknown"
+
+
+TENSOR, MODULE, UNKNOWN = Kind.TENSOR, Kind.MODULE, Kind.UNKNOWN
+
+# torch.<name>(...) that return a tensor.
+TORCH_TENSOR_FUNCTIONS = frozenset(
+    """
+    tensor as_tensor asarray from_numpy frombuffer from_dlpack zeros ones empty full eye arange range
+    linspace logspace rand randn randint randperm normal bernoulli multinomial poisson empty_strided
+    zeros_like ones_like empty_like full_like rand_like randn_like randint_like
+    cat concat concatenate stack hstack vstack dstack column_stack row_stack
+    where masked_select index_select gather scatter scatter_add take take_along_dim narrow
+    reshape flatten unflatten squeeze unsqueeze permute transpose t movedim swapaxes swapdims flip fliplr
+    flipud roll rot90 tile repeat_interleave expand_copy clone detach diag diagonal diag_embed tril triu
+    abs neg exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan tanh sigmoid asin acos atan atan2
+    sinh cosh erf erfc erfinv floor ceil round trunc frac sign clamp clip pow square reciprocal
+    add sub subtract mul multiply div divide true_divide floor_divide remainder fmod lerp addcmul addcdiv
+    matmul mm bmm mv dot outer inner einsum tensordot kron cross baddbmm addmm addbmm addmv cdist
+    sum mean nansum nanmean prod std var norm logsumexp cumsum cumprod cummax cummin amax amin argmax argmin
+    softmax log_softmax relu gelu dropout sigmoid_ tanh_ conv1d conv2d conv3d linear bilinear
+    eq ne lt le gt ge equal isclose isnan isinf isfinite logical_and logical_or logical_not logical_xor
+    bitwise_and bitwise_or bitwise_xor bitwise_not maximum minimum fmax fmin
+    nonzero argwhere argsort sort msort bincount histc bucketize searchsorted unique_consecutive
+    cartesian_prod combinations meshgrid tril_indices triu_indices block_diag atleast_1d atleast_2d
+    atleast_3d broadcast_to complex real imag polar view_as_real view_as_complex angle
+    Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor ShortTensor
+    CharTensor ByteTensor BoolTensor
+    """.split()
+)
+TORCH_TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+TORCH_SPLITTERS = frozenset({"chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit"})
+
+# Tensor methods that return a tensor.
+TENSOR_METHODS = frozenset(
+    """
+    to cuda cpu half float double bfloat16 long int short char byte bool type type_as detach clone
+    contiguous view view_as reshape reshape_as expand expand_as repeat permute transpose t squeeze
+    unsqueeze flatten unflatten narrow select index_select masked_select masked_fill gather scatter
+    flip roll abs neg exp log sqrt rsqrt sin cos tanh sigmoid relu softmax log_softmax clamp clip pow
+    add sub mul div matmul mm bmm mv dot sum mean std var norm prod max min amax amin argmax argmin
+    cumsum cumprod round floor ceil sign eq ne lt le gt ge logical_not nonzero argsort new_zeros
+    new_ones new_empty new_full new_tensor pin_memory requires_grad_ float_ sort topk unique diag
+    triu tril masked_fill_ add_ mul_ sub_ div_ copy_ fill_ zero_ clamp_ normal_ uniform_
+    """.split()
+)
+TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "data", "grad", "T", "mT", "H", "real", "imag"})
+PARAMETER_ATTRIBUTES = frozenset({"weight", "bias"})
+# nn.Module methods that return the module itself.
+MODULE_METHODS = frozenset(
+    {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type", "train", "eval",
+     "requires_grad_", "to_empty", "apply", "share_memory", "xpu", "mps", "ipu"}
+)
+TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.nn.Parameter",
+                                "torch.nn.parameter.Parameter"})
+MODULE_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                             "torch.nn.parallel.DistributedDataParallel",
+                             "torch.nn.parallel.data_parallel.DataParallel",
+                             "torch.nn.parallel.distributed.DistributedDataParallel"})
+NOT_MODULE_NN_NAMES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "UninitializedParameter",
+                                 "UninitializedBuffer"})
+
+
+class KindInference:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._depth = 0
+
+    def of(self, expr: cst.CSTNode) -> Kind:
+        if self._depth > 30:
+            return UNKNOWN
+        self._depth += 1
+        try:
+            return self._of(expr)
+        finally:
+            self._depth -= 1
+
+    def _of(self, expr: cst.CSTNode) -> Kind:
+        if isinstance(expr, cst.Name):
+            if expr.value == "self":
+                return MODULE if self._in_module_class(expr) else UNKNOWN
+            return self._name(expr)
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute(expr)
+        if isinstance(expr, cst.Subscript):
+            return TENSOR if self.of(expr.value) is TENSOR else UNKNOWN
+        if isinstance(expr, cst.BinaryOperation):
+            kinds = {self.of(expr.left), self.of(expr.right)}
+            return TENSOR if TENSOR in kinds and MODULE not in kinds else UNKNOWN
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return self.of(expr.expression)
+        if isinstance(expr, cst.Comparison):
+            operands = [expr.left] + [c.comparator for c in expr.comparisons]
+            ops = [c.operator for c in expr.comparisons]
+            if any(isinstance(o, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for o in ops):
+                return UNKNOWN
+            return TENSOR if any(self.of(o) is TENSOR for o in operands) else UNKNOWN
+        if isinstance(expr, cst.NamedExpr):
+            return self.of(expr.value)
+        return UNKNOWN
+
+    # -- calls ---------------------------------------------------------------------------------------
+    def _call(self, call: cst.Call) -> Kind:
+        func = call.func
+        names = self.ctx.qualified_names(func)
+        for name in names:
+            kind = self._qualified_call_kind(name, call)
+            if kind is not UNKNOWN:
+                return kind
+        if isinstance(func, cst.Name) and func.value in self._module_classes:
+            return MODULE
+        if isinstance(func, cst.Name) and func.value == "super":
+            return MODULE if self._in_module_class(call) else UNKNOWN
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if self.ctx.is_imported_module(func.value):
+                return UNKNOWN
+            receiver = self.of(func.value)
+            if receiver is TENSOR and method in TENSOR_METHODS and not (method == "type" and not call.args):
+                return TENSOR
+            if receiver is MODULE and method in MODULE_METHODS:
+                return MODULE
+        return UNKNOWN
+
+    def _qualified_call_kind(self, name: str, call: cst.Call) -> Kind:
+        if name.startswith("torch."):
+            tail = name[len("torch."):]
+            if tail in TORCH_TENSOR_FUNCTIONS or name.startswith(TORCH_TENSOR_NAMESPACES):
+                return TENSOR
+            if name.startswith("torch.nn.") and name not in ("torch.nn.Module",):
+                last = name.rsplit(".", 1)[-1]
+                if last in NOT_MODULE_NN_NAMES:
+                    return TENSOR if last in ("Parameter", "Buffer") else UNKNOWN
+                if last[:1].isupper() and ".functional." not in name and ".init." not in name and ".utils." not in name:
+                    return MODULE
+        if name in MODULE_WRAPPERS:
+            return MODULE
+        if name == "copy.deepcopy" and call.args:
+            return self.of(call.args[0].value)
+        return UNKNOWN
+
+    # -- attributes ----------------------------------------------------------------------------------
+    def _attribute(self, attr: cst.Attribute) -> Kind:
+        if attr.attr.value in TENSOR_ATTRIBUTES:
+            receiver = self.of(attr.value)
+            if attr.attr.value in ("T", "mT", "H", "real", "imag"):
+                return TENSOR if receiver is TENSOR else UNKNOWN
+            return TENSOR if receiver is not TENSOR or attr.attr.value in ("data", "grad") else UNKNOWN
+        if isinstance(attr.value, cst.Name) and attr.value.value == "self":
+            return self._self_attribute(attr)
+        return UNKNOWN
+
+    def _self_attribute(self, attr: cst.Attribute) -> Kind:
+        cls = self.ctx.enclosing(attr, cst.ClassDef)
+        if cls is None:
+            return UNKNOWN
+        kinds = set(self._self_attribute_kinds(cls).get(attr.attr.value, ()))
+        return kinds.pop() if len(kinds) == 1 else UNKNOWN
+
+    def self_attribute_is_parameter(self, attr: cst.Attribute) -> bool:
+        """`self.w` assigned an `nn.Parameter` (re-binding it to a plain tensor raises TypeError)."""
+        cls = self.ctx.enclosing(attr, cst.ClassDef)
+        return cls is not None and attr.attr.value in self._parameter_attributes(cls)
+
+    def _self_attribute_kinds(self, cls: cst.ClassDef) -> dict[str, list[Kind]]:
+        cache = self.__dict__.setdefault("_self_cache", {})
+        if cls not in cache:
+            cache[cls] = {}  # guards against recursion through self-referencing assignments
+            cache[cls] = self._collect_self_attributes(cls)[0]
+        return cache[cls]
+
+    def _parameter_attributes(self, cls: cst.ClassDef) -> set[str]:
+        return self._collect_self_attributes(cls)[1]
+
+    def _collect_self_attributes(self, cls: cst.ClassDef) -> tuple[dict[str, list[Kind]], set[str]]:
+        kinds: dict[str, list[Kind]] = {}
+        parameters: set[str] = set()
+        inference = self
+
+        class Collect(cst.CSTVisitor):
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return node is cls
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for target in node.targets:
+                    t = target.target
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                        if any(n.endswith(("nn.Parameter", "nn.parameter.Parameter"))
+                               for n in inference._call_names(node.value)):
+                            parameters.add(t.attr.value)
+                        kinds.setdefault(t.attr.value, []).append(inference.of(node.value))
+
+            def visit_Call(self, node: cst.Call) -> None:
+                name = dotted_name(node.func) or ""
+                if name.endswith(".register_buffer") and node.args:
+                    key = string_value(node.args[0].value)
+                    if key:
+                        kinds.setdefault(key, []).append(TENSOR)
+                if name.endswith(".register_parameter") and node.args:
+                    key = string_value(node.args[0].value)
+                    if key:
+                        parameters.add(key)
+                        kinds.setdefault(key, []).append(TENSOR)
+
+        cls.visit(Collect())
+        return kinds, parameters
+
+    def _call_names(self, expr: cst.CSTNode) -> set[str]:
+        return self.ctx.qualified_names(expr.func) if isinstance(expr, cst.Call) else set()
+
+    # -- names -----------------------------------------------------------------------------------------
+    def _name(self, name: cst.Name) -> Kind:
+        scope = self.ctx.scope(name)
+        if scope is None or name.value not in scope:
+            return UNKNOWN
+        use = self.ctx.positions.get(name)
+        best = None
+        best_pos = None
+        for assignment in scope[name.value]:
+            node = assignment.node
+            if isinstance(node, cst.Param):
+                if best is None:
+                    best = node
+                continue
+            pos = self.ctx.positions.get(node)
+            if pos is None or use is None:
+                continue
+            if assignment.scope is scope and (pos.start.line, pos.start.column) >= (use.start.line, use.start.column):
+                continue
+            if best_pos is None or (pos.start.line, pos.start.column) > best_pos:
+                best, best_pos = node, (pos.start.line, pos.start.column)
+        if best is None:
+            return UNKNOWN
+        return self.binding_kind(best)
+
+    def binding_kind(self, node: cst.CSTNode) -> Kind:
+        if isinstance(node, cst.Param):
+            return self._annotation_kind(node.annotation)
+        if not isinstance(node, cst.Name):
+            return UNKNOWN
+        path: list[int] = []
+        child: cst.CSTNode = node
+        for parent in self.ctx.ancestors(node):
+            if isinstance(parent, (cst.Element, cst.StarredElement)):
+                child = parent
+                continue
+            if isinstance(parent, (cst.Tuple, cst.List)):
+                if isinstance(child, cst.StarredElement):
+                    return UNKNOWN
+                path.append(list(parent.elements).index(child))
+                child = parent
+                continue
+            if isinstance(parent, cst.AssignTarget):
+                child = parent
+                continue
+            if isinstance(parent, cst.Assign):
+                return self.of(parent.value) if not path else self._unpacked(parent.value, path)
+            if isinstance(parent, cst.AnnAssign):
+                kind = self._annotation_kind(parent.annotation)
+                if kind is UNKNOWN and parent.value is not None:
+                    kind = self.of(parent.value)
+                return kind
+            if isinstance(parent, cst.NamedExpr):
+                return self.of(parent.value)
+            if isinstance(parent, (cst.For, cst.CompFor)):
+                return self._loop_item(parent.iter, list(reversed(path)))
+            return UNKNOWN
+        return UNKNOWN
+
+    def _unpacked(self, value: cst.BaseExpression, path: list[int]) -> Kind:
+        if isinstance(value, cst.Call):
+            names = self.ctx.qualified_names(value.func)
+            method = value.func.attr.value if isinstance(value.func, cst.Attribute) else None
+            if any(n.startswith("torch.") and n.rsplit(".", 1)[-1] in TORCH_SPLITTERS for n in names) or (
+                method in TORCH_SPLITTERS and self.of(value.func.value) is TENSOR
+            ):
+                return TENSOR
+        if isinstance(value, (cst.Tuple, cst.List)) and len(path) == 1:
+            elements = value.elements
+            if path[0] < len(elements) and not any(isinstance(e, cst.StarredElement) for e in elements):
+                return self.of(elements[path[0]].value)
+        return UNKNOWN
+
+    def _loop_item(self, iterable: cst.BaseExpression, path: list[int]) -> Kind:
+        """Kind of `x` in `for x in iterable` (path: index into tuple targets, outermost first)."""
+        if isinstance(iterable, cst.Call):
+            names = self.ctx.qualified_names(iterable.func)
+            if "enumerate" in names or dotted_name(iterable.func) == "enumerate":
+                if path[:1] == [1] and iterable.args:
+                    return self._loop_item(iterable.args[0].value, path[1:])
+                return UNKNOWN
+            if isinstance(iterable.func, cst.Attribute):
+                method = iterable.func.attr.value
+                if method in ("parameters", "buffers") and not path:
+                    return TENSOR
+                if method in ("named_parameters", "named_buffers") and path == [1]:
+                    return TENSOR
+                if method in ("modules", "children") and not path:
+                    return MODULE
+                if method in ("named_modules", "named_children") and path == [1]:
+                    return MODULE
+                if method in TORCH_SPLITTERS and not path and self.of(iterable.func.value) is TENSOR:
+                    return TENSOR
+            if not path and any(n.startswith("torch.") and n.rsplit(".", 1)[-1] in TORCH_SPLITTERS for n in names):
+                return TENSOR
+        if isinstance(iterable, (cst.List, cst.Tuple)) and not path and iterable.elements:
+            kinds = {self.of(e.value) for e in iterable.elements if not isinstance(e, cst.StarredElement)}
+            return kinds.pop() if len(kinds) == 1 else UNKNOWN
+        if isinstance(iterable, cst.Name) and not path:
+            # A name bound to a list/tuple literal of tensors, or to a splitter result.
+            scope = self.ctx.scope(iterable)
+            if scope is not None and iterable.value in scope:
+                assignments = list(scope[iterable.value])
+                if len(assignments) == 1 and isinstance(assignments[0].node, cst.Name):
+                    parent = self.ctx.parent(self.ctx.parent(assignments[0].node))
+                    if isinstance(parent, cst.Assign):
+                        return self._loop_item(parent.value, path)
+        return UNKNOWN
+
+    def _annotation_kind(self, annotation: cst.Annotation | None) -> Kind:
+        if annotation is None:
+            return UNKNOWN
+        names = self.ctx.qualified_names(annotation.annotation)
+        if names & TENSOR_ANNOTATIONS:
+            return TENSOR
+        if any(n == "torch.nn.Module" or n == "torch.nn.modules.module.Module" for n in names):
+            return MODULE
+        return UNKNOWN
+
+    # -- classes ---------------------------------------------------------------------------------------
+    @cached_property
+    def _module_classes(self) -> set[str]:
+        """Names of classes in this file that subclass `nn.Module` (directly or through each other)."""
+        classes: dict[str, list[cst.BaseExpression]] = {}
+
+        class Collect(cst.CSTVisitor):
+            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                classes[node.name.value] = [base.value for base in node.bases]
+
+        self.ctx.module.visit(Collect())
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, bases in classes.items():
+                if name in found:
+                    continue
+                for base in bases:
+                    qualified = self.ctx.qualified_names(base)
+                    local = isinstance(base, cst.Name) and base.value in found
+                    if local or any(
+                        q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] not in NOT_MODULE_NN_NAMES
+                        for q in qualified
+                    ):
+                        found.add(name)
+                        changed = True
+                        break
+        return found
+
+    def _in_module_class(self, node: cst.CSTNode) -> bool:
+        function = self.ctx.enclosing(node, cst.FunctionDef)
+        if function is None:
+            return False
+        cls = self.ctx.parent(self.ctx.parent(function))
+        return isinstance(cls, cst.ClassDef) and cls.name.value in self._module_classes

@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from devlint.model import Applicability
+from devlint.rule import Invalid, Rule
+from devlint.rules._device import device_reference
+from devlint.syntax import find_arg, is_none
+
+
+class CudaCall(Rule):
+    """
+    ## What it does
+    Flags every method call `.cuda(...)` (on tensors and modules alike, assigned or not) that can run
+    on a machine without CUDA.
+
+    ## Why is this bad?
+    `.cuda()` only works where CUDA works. On a CPU-only build of PyTorch it raises
+    `AssertionError: Torch not compiled with CUDA enabled`, on a CUDA build without a GPU a
+    `RuntimeError`; the same code dies on a laptop, an Apple-silicon Mac or a CPU CI runner.
+    `model.cuda()` is as hard-coded as `t.cuda()`.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    x = x.cuda(non_blocking=True)
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    x = x.to(device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    `x.cuda()` becomes `x.to(device)` (`non_blocking` and `memory_format` are kept). This is **safe**:
+    on a machine with one GPU it does exactly what the original did. `device` is a device already
+    bound in scope, or one module-level definition the fixer inserts after the imports.
+    With a device index (`x.cuda(1)`, `x.cuda(device=k)`) the rewrite drops which GPU was meant, so
+    it is **unsafe** (applied only with `--unsafe-fixes`). With `*args`/`**kwargs`, or where `device`
+    names something that is not a device, the fix is **display-only**.
+
+    ## Not flagged
+    - Code under a CUDA condition: `if torch.cuda.is_available():` and the other guards of the shared
+      guard logic (`x.cuda() if use_cuda else x`, `args.cuda and x.cuda()`, the `else` of
+      `if not torch.cuda.is_available():`, code after `if not torch.cuda.is_available(): return`,
+      `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `pytestmark = pytest.mark.skipif(...)`):
+      it only runs where CUDA exists or was asked for.
+    - The body of a method named `cuda`, e.g. `def cuda(self, device=None):` (it implements the API).
+    - `torch.cuda.*` calls such as `torch.cuda.manual_seed(0)`: not a `.cuda()` method call.
+    - Functions merely named `cuda`: `cuda(x)`, `utils.cuda(x)` on an imported module.
+    - Text in strings and comments: `"x.cuda()"`.
+
+    ## References
+    - [Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+    - [CUDA semantics: device-agnostic code](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
+    """
+
+    code = "DL001"
+    name = "cuda-call"
+    message = "`.cuda()` hard-codes the CUDA device; use `.to(device)`"
+
+    VALID = (
+        "import torch\nif torch.cuda.is_available():\n    x = x.cuda()\n",
+        "x = x.cuda() if use_cuda else x\n",
+        "args.cuda and x.cuda()\n",
+        "import torch\nif not torch.cuda.is_available():\n    pass\nelse:\n    x.cuda()\n",
+        "import torch\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n",
+        "import torch, unittest\nclass T(unittest.TestCase):\n"
+        "    @unittest.skipIf(not torch.cuda.is_available(), 'no cuda')\n"
+        "    def test(self):\n        x.cuda()\n",
+        "import pytest, torch\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+        "def test():\n    x.cuda()\n",
+        "class M:\n    def cuda(self, device=None):\n        return super().cuda(device)\n",
+        "import torch\ntorch.cuda.manual_seed(0)\n",
+        "def cuda(x):\n    return x\ny = cuda(x)\n",
+        "import utils\ny = utils.cuda(x)\n",
+        's = "x.cuda()"  # x.cuda()\n',
+        "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    model.cuda()\n",
+        "if args.gpu is not None:\n    model = model.cuda(args.gpu)\n",
+        "import torch\nassert torch.cuda.is_available()\nx.cuda()\n",
+        "if device.type == 'cuda':\n    x.cuda()\n",
+        "if not args.no_cuda:\n    x = x.cuda()\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nx = torch.zeros(3).cuda()\n",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.zeros(3).to(device)\n",
+        ),
+        Invalid(
+            "import torch as th\nmodel = th.nn.Linear(2, 2).cuda()\n",
+            fixed='import torch as th\ndevice = th.device("cuda" if th.cuda.is_available() else "cpu")\n'
+            "model = th.nn.Linear(2, 2).to(device)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(x, device):\n    return x.cuda(non_blocking=True)\n",
+            fixed="import torch\ndef f(x, device):\n    return x.to(device, non_blocking=True)\n",
+        ),
+        Invalid("x = x.cuda(0)\n", fixed="x = x.cuda(0)\n"),
+        Invalid(
+            "import torch\nx = x.cuda(device=1)\n",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = x.to(device)\n",
+            unsafe=True,
+        ),
+        Invalid("import torch.nn as nn\nmodel = nn.DataParallel(model).cuda()\n"),
+        Invalid("import torch\nif torch.cuda.is_available() or force:\n    x.cuda()\n"),
+        Invalid("device = 'cuda'\ny = x.cuda()\n", fixed="device = 'cuda'\ny = x.cuda()\n"),
+    )
+
+    @staticmethod
+    def ast_candidate(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return
+        if self.ctx.is_imported_module(func.value) or self._inside_cuda_method(node):
+            return
+        if self.ctx.guards.is_guarded(node):
+            return
+        self.report(node, fix=self._fix(node), start_node=func.attr)
+
+    def _inside_cuda_method(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(a, cst.FunctionDef) and a.name.value == "cuda" for a in self.ctx.ancestors(node))
+
+    def _fix(self, call: cst.Call):
+        title = "Replace `.cuda()` with `.to(device)`"
+        if any(arg.star for arg in call.args):
+            return self.display_only(title)
+        reference = device_reference(self.ctx, call)
+        if reference is None:
+            return self.display_only(f"{title} (define a torch.device first: `device` is bound to something else)")
+        device_name, needs_definition = reference
+        index = find_arg(call, "device", 0)
+        non_blocking = find_arg(call, "non_blocking", 1)
+        keep = [a for a in call.args if a.keyword is not None and a.keyword.value not in ("device", "non_blocking")]
+        args = [cst.Arg(cst.Name(device_name))]
+        if non_blocking is not None:
+            args.append(cst.Arg(non_blocking.value, keyword=cst.Name("non_blocking"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        args.extend(a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in keep)
+        new_call = call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=args)
+        unsafe = index is not None and not is_none(index.value)
+        applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
+        if unsafe:
+            title += " (drops the device index)"
+        return self.fix(title, applicability, self.replace(call, self.ctx.code(new_call)),
+                        needs_device=needs_definition)

@@ -1,0 +1,83 @@
+"""Small syntax helpers shared by the rules: dotted names, argument lookup, name tokens."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """`a.b.c` for a Name/Attribute chain (a call's func included), else None."""
+    try:
+        return get_full_name_for_node(node)
+    except Exception:  # libcst raises on node kinds it does not name
+        return None
+
+
+def find_arg(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | None:
+    """The argument given for a parameter, by keyword or by (0-based) position."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    if position is not None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if len(positional) > position and not any(a.star == "*" for a in call.args[: call.args.index(positional[position])]):
+            return positional[position]
+    return None
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(arg.star for arg in call.args)
+
+
+def has_double_star_args(call: cst.Call) -> bool:
+    return any(arg.star == "**" for arg in call.args)
+
+
+def is_none(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def string_value(node: cst.CSTNode | None) -> str | None:
+    """The value of a plain (non f-) string literal, else None."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def name_words(identifier: str) -> list[str]:
+    """`use_cuda` -> [use, cuda]; `noCUDA` -> [no, cuda]; `TEST_CUDA` -> [test, cuda]."""
+    words: list[str] = []
+    for part in identifier.split("_"):
+        words.extend(w.lower() for w in _CAMEL.split(part) if w)
+    return words
+
+
+def last_component(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+def module_torch_alias(module: cst.Module) -> str | None:
+    """The name a top-level `import torch` / `import torch as th` binds, or None."""
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    name = dotted_name(alias.name) or ""
+                    if alias.asname is None and name.split(".")[0] == "torch":
+                        return "torch"
+                    if alias.asname is not None and name == "torch":
+                        return dotted_name(alias.asname.name)
+    return None
