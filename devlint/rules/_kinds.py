@@ -30,6 +30,7 @@ import enum
 from functools import cached_property
 
 import libcst as cst
+from libcst.metadata import ComprehensionScope
 
 from devlint.context import FileContext
 from devlint.syntax import dotted_name, string_value
@@ -267,8 +268,9 @@ class KindInference:
             pos = self.ctx.positions.get(node)
             if pos is None or use is None:
                 continue
-            if assignment.scope is scope and (pos.start.line, pos.start.column) >= (use.start.line, use.start.column):
-                continue
+            later = (pos.start.line, pos.start.column) >= (use.start.line, use.start.column)
+            if later and assignment.scope is scope and not isinstance(scope, ComprehensionScope):
+                continue  # (a comprehension's target is written after its element)
             if best_pos is None or (pos.start.line, pos.start.column) > best_pos:
                 best, best_pos = node, (pos.start.line, pos.start.column)
         if best is None:

@@ -44,13 +44,17 @@ class CudaCall(Rule):
     names something that is not a device, the fix is **display-only**.
 
     ## Not flagged
-    - Code under a CUDA condition: `if torch.cuda.is_available():` and the other guards of the shared
-      guard logic (`x.cuda() if use_cuda else x`, `args.cuda and x.cuda()`, the `else` of
-      `if not torch.cuda.is_available():`, code after `if not torch.cuda.is_available(): return`,
-      `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `pytestmark = pytest.mark.skipif(...)`):
-      it only runs where CUDA exists or was asked for.
+    - Code under a CUDA condition, i.e. code that only runs where CUDA exists or was asked for:
+      `if torch.cuda.is_available(): x = x.cuda()`, `x.cuda() if use_cuda else x`,
+      `args.cuda and x.cuda()`, `if not args.no_cuda:`, `if args.gpu is not None:`,
+      `if device.type == 'cuda':`, a name assigned from a test (`use_cuda = torch.cuda.is_available()`),
+      the `else:` of `if not torch.cuda.is_available():`, code after an early exit under
+      `if not torch.cuda.is_available():` (`return x`, `raise`, `sys.exit(0)`, `pytest.skip(...)`,
+      `self.skipTest(...)`) or after `assert torch.cuda.is_available()`, a function decorated with
+      `@unittest.skipIf(not torch.cuda.is_available(), ...)` or `@requires_cuda`, a module with
+      `pytestmark = pytest.mark.skipif(...)`.
     - The body of a method named `cuda`, e.g. `def cuda(self, device=None):` (it implements the API).
-    - `torch.cuda.*` calls such as `torch.cuda.manual_seed(0)`: not a `.cuda()` method call.
+    - Functions of the `torch.cuda` module such as `torch.cuda.manual_seed(0)`: not a `.cuda()` method call.
     - Functions merely named `cuda`: `cuda(x)`, `utils.cuda(x)` on an imported module.
     - Text in strings and comments: `"x.cuda()"`.
 
@@ -84,6 +88,13 @@ class CudaCall(Rule):
         "import torch\nassert torch.cuda.is_available()\nx.cuda()\n",
         "if device.type == 'cuda':\n    x.cuda()\n",
         "if not args.no_cuda:\n    x = x.cuda()\n",
+        "import torch\nif not torch.cuda.is_available():\n    raise SystemExit('needs a GPU')\nx.cuda()\n",
+        "import sys, torch\nif not torch.cuda.is_available():\n    sys.exit(0)\nx.cuda()\n",
+        "import pytest, torch\ndef test():\n    if not torch.cuda.is_available():\n        pytest.skip('gpu')\n"
+        "    x.cuda()\n",
+        "import torch, unittest\nclass T(unittest.TestCase):\n    def test(self):\n"
+        "        if not torch.cuda.is_available():\n            self.skipTest('gpu')\n        x.cuda()\n",
+        "@requires_cuda\ndef test():\n    x.cuda()\n",
     )
     INVALID = (
         Invalid(

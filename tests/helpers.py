@@ -1,0 +1,20 @@
+"""Shared test helpers: lint or fix a snippet through the real engine."""
+
+from __future__ import annotations
+
+from devlint.config import Config
+from devlint.context import FixOptions
+from devlint.engine import fix_text, lint_text
+
+
+def lint(source: str, select: str = "ALL", **options):
+    return lint_text(source, Config(select=(select,), fix_options=FixOptions(**options)))
+
+
+def codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
+    return [(f.start.line, f.code) for f in lint(source, select)]
+
+
+def fix(source: str, select: str = "ALL", unsafe: bool = False, **options) -> str:
+    config = Config(select=(select,), fix=True, unsafe_fixes=unsafe, fix_options=FixOptions(**options))
+    return fix_text(source, config)[0]
