@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState  # not re-exported; needed to render at an indentation
 from libcst.metadata import (
     MetadataWrapper,
     ParentNodeProvider,
@@ -48,8 +50,27 @@ class FileContext:
             Position(code_range.end.line, code_range.end.column),
         )
 
-    def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+    def code(self, node: cst.CSTNode, anchor: cst.CSTNode | None = None) -> str:
+        """Source for a node (a new one replacing `anchor`), indented like the statement it sits in.
+
+        `Module.code_for_node` renders at column 0, which would drop the indentation of
+        continuation lines inside an indented block.
+        """
+        state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
+        state.indent_tokens = [self._indentation(anchor or node)]
+        node._codegen(state)
+        return "".join(state.tokens)
+
+    def _indentation(self, node: cst.CSTNode) -> str:
+        statement = node if isinstance(node, cst.BaseStatement) else self.enclosing(node, cst.BaseStatement)
+        if statement is None or statement not in self.positions:
+            return ""
+        line = self._lines[self.positions[statement].start.line - 1]
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    @cached_property
+    def _lines(self) -> list[str]:
+        return re.split(r"\r\n|\r|\n", self.module.code)
 
     # -- tree navigation -----------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:

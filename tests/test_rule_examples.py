@@ -29,10 +29,9 @@ def test_invalid_example_is_flagged(rule, case):
 
 @pytest.mark.parametrize("rule, case", INVALID)
 def test_invalid_example_fix(rule, case):
-    if case.fixed is None:
-        pytest.skip("no expected fix text for this example")
     fixed = fix(case.code, select=rule.code, unsafe=case.unsafe)
-    assert fixed == case.fixed
+    if case.fixed is not None:
+        assert fixed == case.fixed
     cst.parse_module(fixed)
     assert fix(fixed, select=rule.code, unsafe=case.unsafe) == fixed  # idempotent
 

@@ -265,17 +265,29 @@ class KindInference:
                 if best is None:
                     best = node
                 continue
-            pos = self.ctx.positions.get(node)
+            pos = self._effective_position(node)
             if pos is None or use is None:
                 continue
-            later = (pos.start.line, pos.start.column) >= (use.start.line, use.start.column)
+            later = pos > (use.start.line, use.start.column)
             if later and assignment.scope is scope and not isinstance(scope, ComprehensionScope):
                 continue  # (a comprehension's target is written after its element)
-            if best_pos is None or (pos.start.line, pos.start.column) > best_pos:
-                best, best_pos = node, (pos.start.line, pos.start.column)
+            if best_pos is None or pos > best_pos:
+                best, best_pos = node, pos
         if best is None:
             return UNKNOWN
         return self.binding_kind(best)
+
+    def _effective_position(self, node: cst.CSTNode) -> tuple[int, int] | None:
+        """Where a binding takes effect: after the whole assignment (`x = f(x)` reads the old x)."""
+        for parent in self.ctx.ancestors(node):
+            if isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List, cst.AssignTarget)):
+                continue
+            if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                end = self.ctx.positions[parent].end
+                return (end.line, end.column)
+            break
+        position = self.ctx.positions.get(node)
+        return None if position is None else (position.start.line, position.start.column)
 
     def binding_kind(self, node: cst.CSTNode) -> Kind:
         if isinstance(node, cst.Param):

@@ -10,6 +10,9 @@ from devlint.rules._device import device_reference
 from devlint.syntax import find_arg, is_none
 
 
+_EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
 class CudaCall(Rule):
     """
     ## What it does
@@ -113,6 +116,16 @@ class CudaCall(Rule):
         ),
         Invalid("x = x.cuda(0)\n", fixed="x = x.cuda(0)\n"),
         Invalid(
+            "import torch\ndef f(x, device):\n    return x.cuda(non_blocking=True, device=2)\n",
+            fixed="import torch\ndef f(x, device):\n    return x.to(device, non_blocking=True)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef f(x, device):\n    return x.cuda(1, True)\n",
+            fixed="import torch\ndef f(x, device):\n    return x.to(device, non_blocking=True)\n",
+            unsafe=True,
+        ),
+        Invalid(
             "import torch\nx = x.cuda(device=1)\n",
             fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "x = x.to(device)\n",
@@ -150,16 +163,25 @@ class CudaCall(Rule):
         device_name, needs_definition = reference
         index = find_arg(call, "device", 0)
         non_blocking = find_arg(call, "non_blocking", 1)
-        keep = [a for a in call.args if a.keyword is not None and a.keyword.value not in ("device", "non_blocking")]
-        args = [cst.Arg(cst.Name(device_name))]
-        if non_blocking is not None:
-            args.append(cst.Arg(non_blocking.value, keyword=cst.Name("non_blocking"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-        args.extend(a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in keep)
+        device_arg = cst.Arg(cst.Name(device_name))
+        args = []
+        for arg in call.args:
+            if arg is index and arg.keyword is None:
+                args.append(arg.with_changes(value=device_arg.value))  # keeps its comments and layout
+            elif arg is index:
+                continue  # `device=k` may follow other keywords; the device goes first
+            elif arg is non_blocking and arg.keyword is None:
+                args.append(arg.with_changes(keyword=cst.Name("non_blocking"), equal=_EQUAL))
+            else:
+                args.append(arg)
+        if index is not None and index.keyword is not None and call.args[-1] is index and args:
+            args[-1] = args[-1].with_changes(comma=index.comma)  # the dropped argument was last
+        if index is None or index.keyword is not None:
+            args.insert(0, device_arg)
         new_call = call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=args)
         unsafe = index is not None and not is_none(index.value)
         applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
         if unsafe:
             title += " (drops the device index)"
-        return self.fix(title, applicability, self.replace(call, self.ctx.code(new_call)),
+        return self.fix(title, applicability, self.replace(call, self.ctx.code(new_call, call)),
                         needs_device=needs_definition)

@@ -146,7 +146,7 @@ class TorchLoadWithoutMapLocation(Rule):
         if given is not None:
             edit = self.replace(given.value, value)
         else:
-            edit = self.replace(call, self.ctx.code(self._with_keyword(call, value)))
+            edit = self.replace(call, self.ctx.code(self._with_keyword(call, value), call))
         return self.fix(title, Applicability.SAFE, edit, needs_device=needs_definition)
 
     @staticmethod

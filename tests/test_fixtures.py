@@ -1,0 +1,56 @@
+"""Golden fixtures: `# error: DLxxx` markers must equal the findings; output and fix diff are snapshots.
+
+Every unmarked line of a fixture asserts "not flagged".
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from devlint.config import Config
+from devlint.engine import fix_text, lint_text
+from devlint.report import finding_line
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CASES = sorted(p for p in FIXTURES.glob("DL*/*.py"))
+MARKER = re.compile(r"#\s*error:\s*(?P<codes>DL\d+(?:\s*,\s*DL\d+)*)")
+
+
+def _expected(source: str) -> set[tuple[int, str]]:
+    expected = set()
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = MARKER.search(line)
+        if match:
+            expected |= {(number, code.strip()) for code in match.group("codes").split(",")}
+    return expected
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_markers_match_findings(path):
+    source = path.read_text()
+    found = {(f.start.line, f.code) for f in lint_text(source, Config(select=("ALL",)))}
+    assert found == _expected(source)
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_snapshot(path, request):
+    source = path.read_text()
+    config = Config(select=("ALL",), fix=True, unsafe_fixes=True)
+    findings = lint_text(source, config)
+    fixed, _, remaining = fix_text(source, config)
+    cst.parse_module(fixed)
+    assert fix_text(fixed, config)[0] == fixed, "a second --fix must change nothing"
+    rendered = "\n".join(finding_line(path.name, f) for f in findings)
+    diff = "".join(difflib.unified_diff(source.splitlines(True), fixed.splitlines(True), path.name, path.name))
+    titles = "\n".join(f"{f.code} {f.fix.applicability.value}: {f.fix.title}" for f in findings if f.fix)
+    snapshot = f"# findings\n{rendered}\n\n# fixes\n{titles}\n\n# diff (--fix --unsafe-fixes)\n{diff}"
+    stored = path.with_suffix(".py.snap")
+    if request.config.getoption("--update-snapshots"):
+        stored.write_text(snapshot)
+    assert stored.exists(), f"no snapshot for {path.name}: run pytest --update-snapshots and review it"
+    assert snapshot == stored.read_text()
