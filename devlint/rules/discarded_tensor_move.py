@@ -21,7 +21,9 @@ class DiscardedTensorMove(Rule):
     `.float()`, `.double()`, `.bfloat16()`, `.long()`, `.int()`, `.bool()`, `.type(...)` or
     `.detach()` on a receiver known to be a **tensor** (also the outermost call of a chain, such as
     `x.to(device).float()`, and a list comprehension used as a statement,
-    `[t.to(device) for t in ts]`). The receiver's kind comes from its provenance in the file (see
+    `[t.to(device) for t in ts]`).
+
+    The receiver's kind comes from its provenance in the file (see
     `devlint/rules/_kinds.py`): tensor factories and ops, tensor methods, `.weight`/`.bias`/`.data`/
     `.grad`, `torch.Tensor` annotations, `.parameters()` loops, `register_buffer`, ...
 
@@ -47,7 +49,7 @@ class DiscardedTensorMove(Rule):
     after a device move (`.to(device)`, `.cuda()`, `.cpu()`) is **safe**. After a dtype cast
     (`.half()`, `.to(torch.float16)`, a `.to()` whose argument is not recognisably a device) or
     `.detach()` it changes numerics or autograd downstream: **unsafe**. A statement comprehension
-    over a list name becomes `ts = [t.to(device) for t in ts]`. No mechanical fix (display-only)
+    over a list name becomes `ts = [t.to(device) for t in ts]`. No mechanical fix (**display-only**)
     where re-assignment does not do what the author meant: a `for` loop variable (the container is
     unchanged), a parameter attribute of a module (`self.weight = self.weight.to(...)` raises
     TypeError), `.data`/`.grad`, subscripts, and results of calls.

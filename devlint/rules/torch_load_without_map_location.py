@@ -42,7 +42,8 @@ class TorchLoadWithoutMapLocation(Rule):
     result lives where it did before. When the loaded object goes straight into `load_state_dict(...)`,
     directly or through a name used only that way, the fix writes `map_location="cpu"`
     (`load_state_dict` copies into the tensors where they already live, and no GPU memory spike or
-    rank-0 pile-up happens); otherwise `map_location=device`.
+    rank-0 pile-up happens); otherwise `map_location=device`. Where `device` names something that is
+    not a device, the fix is **display-only**.
 
     ## Options
     `--map-location auto|device|cpu` (default `auto`, as above).
@@ -61,7 +62,7 @@ class TorchLoadWithoutMapLocation(Rule):
 
     code = "DL002"
     name = "torch-load-without-map-location"
-    message = "`torch.load` without `map_location` fails on a machine without the device the checkpoint was saved on"
+    message = "`torch.load` without `map_location`: a checkpoint saved on a GPU fails to load without one"
 
     VALID = (
         "import numpy as np\nx = np.load(f)\n",
