@@ -44,7 +44,7 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
             else:
                 findings = lint_text(text, config)
     except cst.ParserSyntaxError as exc:
-        result.error = FileError(f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column + 1)
+        result.error = _syntax_error(text, exc)
         return result
     except RecursionError:
         result.error = FileError("too deeply nested to analyse (recursion limit reached)")
@@ -57,6 +57,17 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
         return result
     result.findings = findings
     return result
+
+
+def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> FileError:
+    """Report the interpreter's own message and position when it agrees the code is broken."""
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        return FileError(f"SyntaxError: {error.msg}", error.lineno, error.offset)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return FileError(f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column + 1)
 
 
 def lint_text(text: str, config: Config) -> list[Finding]:

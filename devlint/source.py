@@ -29,7 +29,9 @@ def decode(data: bytes) -> DecodedSource:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(str(exc)) from None
+        if "unknown encoding" in str(exc):
+            raise SourceError(str(exc).replace("unknown encoding: ", "unknown encoding declared: ")) from None
+        encoding = "utf-8"  # undecodable bytes in the first lines: say where, below
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
