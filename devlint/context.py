@@ -56,6 +56,8 @@ class FileContext:
         `Module.code_for_node` renders at column 0, which would drop the indentation of
         continuation lines inside an indented block.
         """
+        if anchor is not None and getattr(node, "lpar", None):
+            node = node.with_changes(lpar=[], rpar=[])  # positions (so replaced ranges) exclude parentheses
         state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
         state.indent_tokens = [self._indentation(anchor or node)]
         node._codegen(state)
