@@ -8,19 +8,18 @@ from functools import cached_property
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # not re-exported; needed to render at an indentation
-from libcst.metadata import (
-    MetadataWrapper,
-    ParentNodeProvider,
-    PositionProvider,
-    QualifiedNameProvider,
-    Scope,
-    ScopeProvider,
-)
+from libcst.metadata import Assignment, MetadataWrapper, PositionProvider, Scope, ScopeProvider
 
 from devlint.model import Position
-from devlint.syntax import dotted_name, module_torch_alias
+from devlint.syntax import dotted_name, module_torch_alias, walk
 
-PROVIDERS = (PositionProvider, ParentNodeProvider, ScopeProvider, QualifiedNameProvider)
+
+class _Everything(frozenset):
+    def __contains__(self, item) -> bool:
+        return True
+
+
+_EVERYTHING = _Everything()
 
 
 @dataclass(frozen=True)
@@ -33,14 +32,30 @@ class FixOptions:
 
 
 class FileContext:
-    def __init__(self, wrapper: MetadataWrapper, options: FixOptions | None = None) -> None:
-        self.module = wrapper.module
-        resolved = wrapper.resolve_many(PROVIDERS)
-        self.positions = resolved[PositionProvider]
-        self.parents = resolved[ParentNodeProvider]
-        self.scopes = resolved[ScopeProvider]
-        self.qnames = resolved[QualifiedNameProvider]
+    """One file's tree, its parent links and nodes by type, and LibCST metadata resolved on first use.
+
+    Resolving scopes and positions costs several times the parse, so a file whose candidate nodes
+    are all settled without them (a guarded `.cuda()`, a `load` that is not torch's) never pays for it.
+    """
+
+    def __init__(self, module: cst.Module, options: FixOptions | None = None) -> None:
+        self.module = module
         self.options = options or FixOptions()
+        self._wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.nodes_by_type: dict[type, list[cst.CSTNode]] = {}
+        for node, parent in walk(module):
+            if parent is not None:
+                self.parents[node] = parent
+            self.nodes_by_type.setdefault(type(node), []).append(node)
+
+    @cached_property
+    def positions(self):
+        return self._wrapper.resolve(PositionProvider)
+
+    @cached_property
+    def scopes(self):
+        return self._wrapper.resolve(ScopeProvider)
 
     # -- positions ---------------------------------------------------------------------------
     def span(self, node: cst.CSTNode) -> tuple[Position, Position]:
@@ -95,33 +110,89 @@ class FileContext:
 
     # -- names ---------------------------------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
-        """Qualified names through imports; an unbound dotted name (star import) stands for itself."""
-        value = self.qnames.get(node, ())
-        if callable(value):  # LibCST resolves qualified names lazily
-            value = value()
-        names = {q.name for q in value}
-        if names:
-            return names
+        """What a dotted name refers to through the file's imports (`th.load` -> `torch.load`).
+
+        Own import-alias tracking instead of LibCST's QualifiedNameProvider, which needs the scope
+        analysis of the whole file: a name counts as an import only when nothing but import
+        statements binds it in the file. A dotted name whose root nothing binds (a star import, a
+        builtin) stands for itself.
+        """
         dotted = dotted_name(node)
         if dotted is None:
             return set()
-        scope = self.scopes.get(node)
-        root = dotted.split(".", 1)[0]
-        if scope is not None and root not in scope:
+        root, _, rest = dotted.partition(".")
+        targets = self._imports.get(root)
+        if root in self._other_bindings:
+            return set()
+        if targets is None:
             return {dotted}
-        return set()
+        return {f"{target}.{rest}" if rest else target for target in targets}
+
+    @cached_property
+    def _imports(self) -> dict[str, set[str]]:
+        """Name -> what import statements anywhere in the file bind it to."""
+        found: dict[str, set[str]] = {}
+        for node in self.nodes(cst.Import):
+            for alias in node.names:
+                name = dotted_name(alias.name) or ""
+                if alias.asname is not None:
+                    found.setdefault(dotted_name(alias.asname.name), set()).add(name)
+                else:
+                    root = name.split(".")[0]
+                    found.setdefault(root, set()).add(root)
+        for node in self.nodes(cst.ImportFrom):
+            if isinstance(node.names, cst.ImportStar):
+                continue
+            module = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module else "")
+            for alias in node.names:
+                name = dotted_name(alias.name)
+                bound = dotted_name(alias.asname.name) if alias.asname is not None else name
+                found.setdefault(bound, set()).add(f"{module}.{name}" if not module.endswith(".") else f"{module}{name}")
+        return found
+
+    @cached_property
+    def _other_bindings(self) -> set[str]:
+        """Names something other than an import binds: assignments, parameters, definitions, loops."""
+        names: set[str] = set()
+        for kind in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.AsName,
+                     cst.NamedExpr):
+            for node in self.nodes(kind):
+                target = node.name if isinstance(node, cst.AsName) else node.target
+                if isinstance(node, cst.AsName) and isinstance(self.parent(node), (cst.ImportAlias,)):
+                    continue
+                names.update(_target_names(target))
+        for kind in (cst.Param, cst.FunctionDef, cst.ClassDef):
+            names.update(node.name.value for node in self.nodes(kind))
+        return names
+
+    def nodes(self, node_type: type) -> list[cst.CSTNode]:
+        return self.nodes_by_type.get(node_type, [])
+
+    def names_imported_from(self, package: str) -> set[str]:
+        """Names bound by `from package[.x] import ...` anywhere (every name, after a star import)."""
+        cache = self.__dict__.setdefault("_imported_from", {})
+        if package not in cache:
+            names: set[str] = set()
+            for node in self.nodes(cst.ImportFrom):
+                module = dotted_name(node.module) if node.module is not None else ""
+                if isinstance(node.names, cst.ImportStar):
+                    return cache.setdefault(package, _EVERYTHING)
+                if not node.relative and module and module.split(".")[0] == package:
+                    names.update((dotted_name(a.asname.name) if a.asname else dotted_name(a.name)) for a in node.names)
+            cache[package] = names
+        return cache[package]
+
+    def bindings(self, node: cst.CSTNode, name: str | None = None) -> list[Assignment]:
+        """The assignments a name at `node` may refer to (builtins excluded: they have no node)."""
+        scope = self.scopes.get(node)
+        name = name if name is not None else getattr(node, "value", None)
+        if scope is None or not isinstance(name, str) or name not in scope:
+            return []
+        return [a for a in scope[name] if isinstance(a, Assignment)]
 
     def is_imported_module(self, node: cst.CSTNode) -> bool:
         """True when `node` is a name bound only by import statements (so `node.f()` is a function call)."""
-        if not isinstance(node, cst.Name):
-            return False
-        scope = self.scopes.get(node)
-        if scope is None or node.value not in scope:
-            return False
-        assignments = list(scope[node.value])
-        return bool(assignments) and all(
-            isinstance(a.node, (cst.Import, cst.ImportFrom)) for a in assignments
-        )
+        return isinstance(node, cst.Name) and node.value in self._imports and node.value not in self._other_bindings
 
     @cached_property
     def torch_alias(self) -> str | None:
@@ -140,3 +211,13 @@ class FileContext:
         from devlint.rules._kinds import KindInference
 
         return KindInference(self)
+
+
+def _target_names(target: cst.CSTNode) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []

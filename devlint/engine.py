@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ast
 import sys
+from functools import lru_cache
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
 
 from devlint.config import Config
 from devlint.context import FileContext
 from devlint.fixer import apply_edits, define_device
+from devlint.prefilter import summarise
 from devlint.model import Applicability, FileError, FileResult, Finding
 from devlint.source import SourceError, decode
 from devlint.suppressions import is_suppressed, noqa_lines
@@ -74,26 +75,34 @@ def lint_text(text: str, config: Config) -> list[Finding]:
     rules = config.rules()
     if not rules or not _may_match(text, rules):
         return []
-    module = cst.parse_module(text)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    ctx = FileContext(wrapper, config.fix_options)
-    visitors = [rule(ctx) for rule in rules]
-    wrapper.visit_batched(visitors)
-    findings = sorted((f for v in visitors for f in v.findings), key=lambda f: (f.start, f.code))
+    ctx = FileContext(cst.parse_module(text), config.fix_options)
+    checkers = [rule(ctx) for rule in rules]
+    for node_type, nodes in ctx.nodes_by_type.items():
+        for index, method in _dispatch(rules).get(node_type.__name__, ()):
+            handler = getattr(checkers[index], method)
+            for node in nodes:
+                handler(node)
+    findings = sorted((f for c in checkers for f in c.findings), key=lambda f: (f.start, f.code))
     noqa = noqa_lines(text)
     if noqa:
         findings = [f for f in findings if not is_suppressed(noqa, f.code, (f.start.line, f.end.line))]
     return findings
 
 
+@lru_cache(maxsize=None)
+def _dispatch(rules: tuple) -> dict[str, list[tuple[int, str]]]:
+    """Node type name -> (rule index, method name), built once per selection."""
+    table: dict[str, list[tuple[int, str]]] = {}
+    for index, rule in enumerate(rules):
+        for attribute in dir(rule):
+            if attribute.startswith("visit_"):
+                table.setdefault(attribute[len("visit_"):], []).append((index, attribute))
+    return table
+
+
 def _may_match(text: str, rules) -> bool:
-    """The standard-library parser is many times faster than LibCST: skip files nothing can match."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # newer syntax or broken code: let LibCST decide and report
-    predicates = [rule.ast_candidate for rule in rules]
-    return any(predicate(node) for node in ast.walk(tree) for predicate in predicates)
+    summary = summarise(text)
+    return summary is None or any(rule.could_match(summary) for rule in rules)
 
 
 def fixable(finding: Finding, config: Config) -> bool:

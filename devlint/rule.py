@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import inspect
 from dataclasses import dataclass
 from typing import ClassVar
@@ -10,6 +9,7 @@ from typing import ClassVar
 import libcst as cst
 
 from devlint.context import FileContext
+from devlint.prefilter import Summary
 from devlint.model import Applicability, Edit, Finding, Fix, Position
 
 
@@ -23,11 +23,12 @@ class Invalid:
     count: int = 1
 
 
-class Rule(cst.BatchableCSTVisitor):
-    """A rule is a LibCST visitor run in one batched traversal with all the others.
+class Rule:
+    """A rule checks nodes of the types it names in `visit_<NodeType>` methods.
 
-    Its class docstring is its documentation (Markdown, fixed headings); VALID and INVALID are both
-    examples in those docs and tests.
+    The engine walks each file once and hands every rule the nodes it asked for (the dispatch table
+    is built once per process). The class docstring is the rule's documentation (Markdown, fixed
+    headings); VALID and INVALID are both examples in those docs and tests.
     """
 
     code: ClassVar[str]
@@ -38,13 +39,12 @@ class Rule(cst.BatchableCSTVisitor):
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 
     def __init__(self, ctx: FileContext) -> None:
-        super().__init__()
         self.ctx = ctx
         self.findings: list[Finding] = []
 
     @staticmethod
-    def ast_candidate(node: ast.AST) -> bool:
-        """Cheap pre-pass: could this standard-library AST node be flagged? (False: never parse for us.)"""
+    def could_match(summary: Summary) -> bool:
+        """From the cheap pre-pass (see prefilter.py): False only if this rule cannot flag the file."""
         return True
 
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import libcst as cst
@@ -81,3 +82,38 @@ def module_torch_alias(module: cst.Module) -> str | None:
                     if alias.asname is not None and name == "torch":
                         return dotted_name(alias.asname.name)
     return None
+
+
+# Tokens and whitespace carry no meaning for the rules; not walking them halves the work.
+_SKIPPED = (
+    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comma,
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+    cst.RightCurlyBrace, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.ImportStar,
+    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def walk(root: cst.CSTNode):
+    """(node, parent) for every meaningful node under `root`, without LibCST's visitor machinery.
+
+    LibCST's visitors rebuild every node they pass through; reading the dataclass fields does not.
+    Order follows field order, which is not always source order: compare positions, not order.
+    """
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
+    fields_of = _FIELDS
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        names = fields_of.get(type(node))
+        if names is None:
+            names = fields_of[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+        children = []
+        for name in names:
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                if not isinstance(value, _SKIPPED):
+                    children.append(value)
+            elif isinstance(value, (list, tuple)):
+                children.extend(v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, _SKIPPED))
+        stack.extend((child, node) for child in reversed(children))

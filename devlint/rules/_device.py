@@ -32,7 +32,7 @@ def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | 
         return None
     if name not in scope:
         return (name, True) if _definition_reaches(ctx, node) else None
-    assignments = list(scope[name])
+    assignments = ctx.bindings(node, name)
     if assignments and all(_is_device_binding(ctx, a, node) for a in assignments):
         return (name, False)
     return None

@@ -96,20 +96,15 @@ class CudaGuards:
     def _assigned_conditions(self) -> dict[str, list[cst.BaseExpression]]:
         """Every `name = <expr>` / `self.name = <expr>` in the file, by dotted target."""
         found: dict[str, list[cst.BaseExpression]] = {}
-
-        class Collect(cst.CSTVisitor):
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for target in node.targets:
-                    name = dotted_name(target.target)
-                    if name:
-                        found.setdefault(name, []).append(node.value)
-
-            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-                name = dotted_name(node.target)
-                if name and node.value is not None:
+        for node in self.ctx.nodes(cst.Assign):
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name:
                     found.setdefault(name, []).append(node.value)
-
-        self.ctx.module.visit(Collect())
+        for node in self.ctx.nodes(cst.AnnAssign):
+            name = dotted_name(node.target)
+            if name and node.value is not None:
+                found.setdefault(name, []).append(node.value)
         return found
 
     def implies(self, expr: cst.BaseExpression) -> tuple[bool, bool]:

@@ -206,47 +206,46 @@ class KindInference:
         return cls is not None and attr.attr.value in self._parameter_attributes(cls)
 
     def _self_attribute_kinds(self, cls: cst.ClassDef) -> dict[str, list[Kind]]:
-        cache = self.__dict__.setdefault("_self_cache", {})
+        cache = self.__dict__.setdefault("_kinds_cache", {})
         if cls not in cache:
             cache[cls] = {}  # guards against recursion through self-referencing assignments
-            cache[cls] = self._collect_self_attributes(cls)[0]
+            cache[cls] = {name: [self.of(value) for value in values]
+                          for name, values in self._self_assignments.get(cls, {}).items()}
+            for name in self._registered.get(cls, {}):
+                cache[cls].setdefault(name, []).append(TENSOR)
         return cache[cls]
 
     def _parameter_attributes(self, cls: cst.ClassDef) -> set[str]:
-        return self._collect_self_attributes(cls)[1]
+        parameters = {name for name, values in self._self_assignments.get(cls, {}).items()
+                      if any(n.endswith(("nn.Parameter", "nn.parameter.Parameter"))
+                             for value in values for n in self._call_names(value))}
+        return parameters | {n for n, how in self._registered.get(cls, {}).items() if how == "register_parameter"}
 
-    def _collect_self_attributes(self, cls: cst.ClassDef) -> tuple[dict[str, list[Kind]], set[str]]:
-        kinds: dict[str, list[Kind]] = {}
-        parameters: set[str] = set()
-        inference = self
+    @cached_property
+    def _self_assignments(self) -> dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]]:
+        """`self.x = value` in the methods of each class, by class and attribute."""
+        found: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = {}
+        for node in self.ctx.nodes(cst.Assign):
+            for target in node.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                    cls = self.ctx.enclosing(node, cst.ClassDef)
+                    if cls is not None:
+                        found.setdefault(cls, {}).setdefault(t.attr.value, []).append(node.value)
+        return found
 
-        class Collect(cst.CSTVisitor):
-            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-                return node is cls
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for target in node.targets:
-                    t = target.target
-                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                        if any(n.endswith(("nn.Parameter", "nn.parameter.Parameter"))
-                               for n in inference._call_names(node.value)):
-                            parameters.add(t.attr.value)
-                        kinds.setdefault(t.attr.value, []).append(inference.of(node.value))
-
-            def visit_Call(self, node: cst.Call) -> None:
-                name = dotted_name(node.func) or ""
-                if name.endswith(".register_buffer") and node.args:
-                    key = string_value(node.args[0].value)
-                    if key:
-                        kinds.setdefault(key, []).append(TENSOR)
-                if name.endswith(".register_parameter") and node.args:
-                    key = string_value(node.args[0].value)
-                    if key:
-                        parameters.add(key)
-                        kinds.setdefault(key, []).append(TENSOR)
-
-        cls.visit(Collect())
-        return kinds, parameters
+    @cached_property
+    def _registered(self) -> dict[cst.ClassDef, dict[str, str]]:
+        """Names given to `self.register_buffer(...)` / `self.register_parameter(...)`, by class."""
+        found: dict[cst.ClassDef, dict[str, str]] = {}
+        for call in self.ctx.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("register_buffer",
+                                                                               "register_parameter") and call.args:
+                key = string_value(call.args[0].value)
+                cls = self.ctx.enclosing(call, cst.ClassDef)
+                if key and cls is not None:
+                    found.setdefault(cls, {})[key] = call.func.attr.value
+        return found
 
     def _call_names(self, expr: cst.CSTNode) -> set[str]:
         return self.ctx.qualified_names(expr.func) if isinstance(expr, cst.Call) else set()
@@ -259,7 +258,7 @@ class KindInference:
         use = self.ctx.positions.get(name)
         best = None
         best_pos = None
-        for assignment in scope[name.value]:
+        for assignment in self.ctx.bindings(name):
             node = assignment.node
             if isinstance(node, cst.Param):
                 if best is None:
@@ -364,9 +363,8 @@ class KindInference:
             return kinds.pop() if len(kinds) == 1 else UNKNOWN
         if isinstance(iterable, cst.Name) and not path:
             # A name bound to a list/tuple literal of tensors, or to a splitter result.
-            scope = self.ctx.scope(iterable)
-            if scope is not None and iterable.value in scope:
-                assignments = list(scope[iterable.value])
+            assignments = self.ctx.bindings(iterable)
+            if assignments:
                 if len(assignments) == 1 and isinstance(assignments[0].node, cst.Name):
                     parent = self.ctx.parent(self.ctx.parent(assignments[0].node))
                     if isinstance(parent, cst.Assign):
@@ -387,13 +385,7 @@ class KindInference:
     @cached_property
     def _module_classes(self) -> set[str]:
         """Names of classes in this file that subclass `nn.Module` (directly or through each other)."""
-        classes: dict[str, list[cst.BaseExpression]] = {}
-
-        class Collect(cst.CSTVisitor):
-            def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                classes[node.name.value] = [base.value for base in node.bases]
-
-        self.ctx.module.visit(Collect())
+        classes = {node.name.value: [base.value for base in node.bases] for node in self.ctx.nodes(cst.ClassDef)}
         found: set[str] = set()
         changed = True
         while changed:

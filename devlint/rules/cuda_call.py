@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
 from devlint.model import Applicability
@@ -137,16 +135,17 @@ class CudaCall(Rule):
     )
 
     @staticmethod
-    def ast_candidate(node: ast.AST) -> bool:
-        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda"
+    def could_match(summary) -> bool:
+        return "cuda" in summary.attribute_calls
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return
-        if self.ctx.is_imported_module(func.value) or self._inside_cuda_method(node):
+        # Cheapest first: the guard logic needs no scope analysis.
+        if self._inside_cuda_method(node) or self.ctx.guards.is_guarded(node):
             return
-        if self.ctx.guards.is_guarded(node):
+        if self.ctx.is_imported_module(func.value):
             return
         self.report(node, fix=self._fix(node), start_node=func.attr)
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
 from devlint.model import Applicability
@@ -121,11 +119,8 @@ class DiscardedTensorMove(Rule):
     )
 
     @staticmethod
-    def ast_candidate(node: ast.AST) -> bool:
-        if not isinstance(node, ast.Expr):
-            return False
-        value = node.value.elt if isinstance(node.value, ast.ListComp) else node.value
-        return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES
+    def could_match(summary) -> bool:
+        return bool(summary.statement_calls & MOVES)
 
     def visit_Expr(self, node: cst.Expr) -> None:
         value = node.value
@@ -210,10 +205,7 @@ class DiscardedTensorMove(Rule):
         return None
 
     def _is_loop_variable(self, name: cst.Name) -> bool:
-        scope = self.ctx.scope(name)
-        if scope is None or name.value not in scope:
-            return False
-        for assignment in scope[name.value]:
+        for assignment in self.ctx.bindings(name):
             node = assignment.node
             for ancestor in self.ctx.ancestors(node):
                 if isinstance(ancestor, (cst.For, cst.CompFor)):
@@ -228,10 +220,10 @@ class DiscardedTensorMove(Rule):
         return node is container or any(a is container for a in self.ctx.ancestors(node))
 
     def _bound_to_list(self, name: cst.Name) -> bool:
-        scope = self.ctx.scope(name)
-        if scope is None or name.value not in scope:
+        assignments = self.ctx.bindings(name)
+        if not assignments:
             return False
-        for assignment in scope[name.value]:
+        for assignment in assignments:
             target = assignment.node
             parent = self.ctx.parent(self.ctx.parent(target)) if isinstance(target, cst.Name) else None
             if not (isinstance(parent, cst.Assign) and (

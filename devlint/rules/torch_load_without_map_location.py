@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
 from devlint.model import Applicability
@@ -111,14 +109,20 @@ class TorchLoadWithoutMapLocation(Rule):
     )
 
     @staticmethod
-    def ast_candidate(node: ast.AST) -> bool:
-        if not isinstance(node, ast.Call):
-            return False
-        func = node.func
-        return (isinstance(func, ast.Attribute) and func.attr == "load") or isinstance(func, ast.Name)
+    def could_match(summary) -> bool:
+        # `torch.load` through an import of torch (or an unbound `torch`), or a bare imported `load`.
+        roots = summary.call_roots.get("load", set())
+        if roots & (summary.torch_names | {"torch"}):
+            return True
+        return bool(summary.name_calls & summary.torch_names) or (summary.star_import and "load" in summary.name_calls)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not (self.ctx.qualified_names(node.func) & LOADERS):
+        # Cheapest first: syntax, then the guard logic, and only then qualified names (scope analysis).
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value != "load":
+                return
+        elif not (isinstance(func, cst.Name) and func.value in self.ctx.names_imported_from("torch")):
             return
         if has_double_star_args(node):
             return
@@ -128,6 +132,8 @@ class TorchLoadWithoutMapLocation(Rule):
         if given is None and has_star_args(node):
             return
         if self.ctx.guards.is_guarded(node):
+            return
+        if not (self.ctx.qualified_names(func) & LOADERS):
             return
         self.report(node, fix=self._fix(node, given))
 

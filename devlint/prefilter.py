@@ -1,0 +1,57 @@
+"""A cheap exact pre-pass: which rules could flag anything in a file, read with the standard `ast`.
+
+The standard-library parser is many times faster than building a LibCST tree and resolving its
+metadata, and most files of a project contain nothing any rule could flag. Each rule states, from
+this summary, a condition that every file it could flag meets (a superset: never a false "no").
+A file `ast` cannot read (newer syntax, broken code) goes to the full parse, which decides.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Summary:
+    attribute_calls: set[str] = field(default_factory=set)  # `attr` of every `x.attr(...)`
+    name_calls: set[str] = field(default_factory=set)  # `f` of every `f(...)`
+    call_roots: dict[str, set[str]] = field(default_factory=dict)  # attr -> root names of `root.....attr(...)`
+    statement_calls: set[str] = field(default_factory=set)  # `attr` of `x.attr(...)` statements (and [... for ...])
+    torch_names: set[str] = field(default_factory=set)  # names bound by importing torch or from torch
+    star_import: bool = False
+
+
+def summarise(text: str) -> Summary | None:
+    """None when the standard parser cannot read the file."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    summary = Summary()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                summary.attribute_calls.add(func.attr)
+                root = func.value
+                while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+                    root = root.func if isinstance(root, ast.Call) else root.value
+                if isinstance(root, ast.Name):
+                    summary.call_roots.setdefault(func.attr, set()).add(root.id)
+            elif isinstance(func, ast.Name):
+                summary.name_calls.add(func.id)
+        elif isinstance(node, ast.Expr):
+            value = node.value.elt if isinstance(node.value, ast.ListComp) else node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                summary.statement_calls.add(value.func.attr)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "torch":
+                    summary.torch_names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            if any(alias.name == "*" for alias in node.names):
+                summary.star_import = True
+            if node.level == 0 and (node.module or "").split(".")[0] == "torch":
+                summary.torch_names.update(alias.asname or alias.name for alias in node.names)
+    return summary

@@ -1,0 +1,65 @@
+"""The cheap pre-pass never changes what is found: same findings with and without it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from devlint import engine
+from devlint.config import Config
+from devlint.prefilter import summarise
+from devlint.rules import ALL_RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted(ROOT.glob("tests/fixtures/DL*/*.py")) + sorted(ROOT.glob("examples/*.py")) + sorted(
+    ROOT.glob("devlint/**/*.py")
+)
+SNIPPETS = [example for rule in ALL_RULES for example in rule.VALID] + [
+    case.code for rule in ALL_RULES for case in rule.INVALID
+]
+
+
+def _both_ways(source: str, monkeypatch) -> tuple[list, list]:
+    config = Config(select=("ALL",))
+    with_prefilter = engine.lint_text(source, config)
+    monkeypatch.setattr(engine, "_may_match", lambda text, rules: True)
+    without = engine.lint_text(source, config)
+    monkeypatch.undo()
+    return with_prefilter, without
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_same_findings_on_files(path, monkeypatch):
+    first, second = _both_ways(path.read_text(), monkeypatch)
+    assert first == second
+
+
+@pytest.mark.parametrize("source", SNIPPETS)
+def test_same_findings_on_examples(source, monkeypatch):
+    first, second = _both_ways(source, monkeypatch)
+    assert first == second
+
+
+def test_files_without_candidates_are_skipped():
+    rules = Config(select=("ALL",)).rules()
+    plain = summarise("import json\nx = json.load(f)\nmodel.eval()\n")
+    assert not any(rule.could_match(plain) for rule in rules)
+    assert summarise("x = (\n") is None  # unreadable by ast: the full parse decides
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch as th\nth.load(f)\n",
+        "from torch import load as tl\ntl(f)\n",
+        "from torch import *\nload(f)\n",
+        "torch.load(f)\n",
+        "x.cuda()\n",
+        "t.float()\n",
+        "[t.to(d) for t in ts]\n",
+    ],
+)
+def test_candidates_pass_the_prefilter(source):
+    summary = summarise(source)
+    assert any(rule.could_match(summary) for rule in ALL_RULES)
