@@ -151,19 +151,35 @@ class FileContext:
         return found
 
     @cached_property
-    def _other_bindings(self) -> set[str]:
-        """Names something other than an import binds: assignments, parameters, definitions, loops."""
-        names: set[str] = set()
+    def binding_sites(self) -> dict[str, list[cst.CSTNode]]:
+        """Every place the file binds a name other than by import: the target `Name`, or the `Param`."""
+        sites: dict[str, list[cst.CSTNode]] = {}
         for kind in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.AsName,
                      cst.NamedExpr):
             for node in self.nodes(kind):
-                target = node.name if isinstance(node, cst.AsName) else node.target
-                if isinstance(node, cst.AsName) and isinstance(self.parent(node), (cst.ImportAlias,)):
-                    continue
-                names.update(_target_names(target))
-        for kind in (cst.Param, cst.FunctionDef, cst.ClassDef):
+                if isinstance(node, cst.AsName):
+                    if isinstance(self.parent(node), cst.ImportAlias):
+                        continue
+                    target = node.name
+                else:
+                    target = node.target
+                for name in _target_names(target):
+                    sites.setdefault(name.value, []).append(name)
+        for param in self.nodes(cst.Param):
+            sites.setdefault(param.name.value, []).append(param)
+        return sites
+
+    @cached_property
+    def _other_bindings(self) -> set[str]:
+        """Names something other than an import binds: assignments, parameters, definitions, loops."""
+        names = set(self.binding_sites)
+        for kind in (cst.FunctionDef, cst.ClassDef):
             names.update(node.name.value for node in self.nodes(kind))
         return names
+
+    def binds(self, name: str) -> bool:
+        """Does anything in the file bind `name` (import, assignment, parameter, definition, loop)?"""
+        return name in self._imports or name in self._other_bindings
 
     def nodes(self, node_type: type) -> list[cst.CSTNode]:
         return self.nodes_by_type.get(node_type, [])
@@ -212,10 +228,17 @@ class FileContext:
 
         return KindInference(self)
 
+    @cached_property
+    def possible_kinds(self):
+        """A scope-free over-approximation of `kinds`: it says TENSOR whenever `kinds` could."""
+        from devlint.rules._kinds import KindInference
 
-def _target_names(target: cst.CSTNode) -> list[str]:
+        return KindInference(self, approximate=True)
+
+
+def _target_names(target: cst.CSTNode) -> list[cst.Name]:
     if isinstance(target, cst.Name):
-        return [target.value]
+        return [target]
     if isinstance(target, (cst.Tuple, cst.List)):
         return [name for element in target.elements for name in _target_names(element.value)]
     if isinstance(target, cst.StarredElement):

@@ -8,6 +8,7 @@ import pytest
 
 from devlint import engine
 from devlint.config import Config
+from devlint.context import FileContext
 from devlint.prefilter import summarise
 from devlint.rules import ALL_RULES
 
@@ -24,6 +25,8 @@ def _both_ways(source: str, monkeypatch) -> tuple[list, list]:
     config = Config(select=("ALL",))
     with_prefilter = engine.lint_text(source, config)
     monkeypatch.setattr(engine, "_may_match", lambda text, rules: True)
+    # ... and without the scope-free rejection of receivers that cannot be tensors
+    monkeypatch.setattr(FileContext, "possible_kinds", property(lambda ctx: ctx.kinds))
     without = engine.lint_text(source, config)
     monkeypatch.undo()
     return with_prefilter, without

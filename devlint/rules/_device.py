@@ -27,6 +27,8 @@ def device_expression(options_expression: str, torch_name: str) -> str:
 def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | None:
     """(name to write, whether a module-level definition must be added), or None if unsafe to write."""
     name = ctx.options.device_name
+    if not ctx.binds(name):
+        return (name, True) if _definition_reaches(ctx, node) else None  # nothing binds it anywhere
     scope = ctx.scope(node)
     if scope is None:
         return None
@@ -40,7 +42,7 @@ def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | 
 
 def _definition_reaches(ctx: FileContext, node: cst.CSTNode) -> bool:
     """A module-level definition inserted after the imports is bound before `node` runs."""
-    if ctx.torch_alias is None and "torch" in (ctx.scope(node) or {}):
+    if ctx.torch_alias is None and ctx.binds("torch"):
         return False  # `torch` names something that is not the torch module
     top = node
     for ancestor in ctx.ancestors(node):

@@ -103,9 +103,34 @@ NOT_MODULE_NN_NAMES = frozenset({"Parameter", "ParameterList", "ParameterDict", 
 
 
 class KindInference:
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileContext, approximate: bool = False) -> None:
+        """`approximate`: look names up file-wide instead of by scope (no scope analysis), answering
+        TENSOR when any binding could be a tensor. It never says "not a tensor" where the exact
+        inference says "tensor", so it can reject candidates cheaply."""
         self.ctx = ctx
+        self.approximate = approximate
         self._depth = 0
+
+    @cached_property
+    def _possibly_tensor_names(self) -> set[str]:
+        """Names with a binding anywhere in the file that could be a tensor: a monotone fixpoint."""
+        self._assumed: set[str] = set()
+        self.__dict__["_possibly_tensor_names"] = self._assumed  # lookups during the iteration see it
+        changed = True
+        while changed:
+            changed = False
+            self.__dict__.pop("_kinds_cache", None)  # self-attribute kinds depend on the assumption
+            for name, sites in self.ctx.binding_sites.items():
+                if name not in self._assumed and any(self.binding_kind(site) is TENSOR for site in sites):
+                    self._assumed.add(name)
+                    changed = True
+        self.__dict__.pop("_kinds_cache", None)
+        return self._assumed
+
+    def _combine(self, kinds: set[Kind]) -> Kind:
+        if self.approximate:
+            return TENSOR if TENSOR in kinds else UNKNOWN
+        return kinds.pop() if len(kinds) == 1 else UNKNOWN
 
     def of(self, expr: cst.CSTNode) -> Kind:
         if self._depth > 30:
@@ -188,7 +213,7 @@ class KindInference:
             receiver = self.of(attr.value)
             if attr.attr.value in ("T", "mT", "H", "real", "imag"):
                 return TENSOR if receiver is TENSOR else UNKNOWN
-            return TENSOR if receiver is not TENSOR or attr.attr.value in ("data", "grad") else UNKNOWN
+            return TENSOR
         if isinstance(attr.value, cst.Name) and attr.value.value == "self":
             return self._self_attribute(attr)
         return UNKNOWN
@@ -197,8 +222,7 @@ class KindInference:
         cls = self.ctx.enclosing(attr, cst.ClassDef)
         if cls is None:
             return UNKNOWN
-        kinds = set(self._self_attribute_kinds(cls).get(attr.attr.value, ()))
-        return kinds.pop() if len(kinds) == 1 else UNKNOWN
+        return self._combine(set(self._self_attribute_kinds(cls).get(attr.attr.value, ())))
 
     def self_attribute_is_parameter(self, attr: cst.Attribute) -> bool:
         """`self.w` assigned an `nn.Parameter` (re-binding it to a plain tensor raises TypeError)."""
@@ -252,6 +276,14 @@ class KindInference:
 
     # -- names -----------------------------------------------------------------------------------------
     def _name(self, name: cst.Name) -> Kind:
+        if self.approximate:
+            return TENSOR if name.value in self._possibly_tensor_names else UNKNOWN
+        memo = self.__dict__.setdefault("_name_memo", {})
+        if name not in memo:
+            memo[name] = self._last_binding_kind(name)
+        return memo[name]
+
+    def _last_binding_kind(self, name: cst.Name) -> Kind:
         scope = self.ctx.scope(name)
         if scope is None or name.value not in scope:
             return UNKNOWN
@@ -359,16 +391,21 @@ class KindInference:
             if not path and any(n.startswith("torch.") and n.rsplit(".", 1)[-1] in TORCH_SPLITTERS for n in names):
                 return TENSOR
         if isinstance(iterable, (cst.List, cst.Tuple)) and not path and iterable.elements:
-            kinds = {self.of(e.value) for e in iterable.elements if not isinstance(e, cst.StarredElement)}
-            return kinds.pop() if len(kinds) == 1 else UNKNOWN
+            return self._combine({self.of(e.value) for e in iterable.elements if not isinstance(e, cst.StarredElement)})
         if isinstance(iterable, cst.Name) and not path:
             # A name bound to a list/tuple literal of tensors, or to a splitter result.
-            assignments = self.ctx.bindings(iterable)
-            if assignments:
-                if len(assignments) == 1 and isinstance(assignments[0].node, cst.Name):
-                    parent = self.ctx.parent(self.ctx.parent(assignments[0].node))
-                    if isinstance(parent, cst.Assign):
-                        return self._loop_item(parent.value, path)
+            if self.approximate:
+                sites = self.ctx.binding_sites.get(iterable.value, ())
+            else:
+                assignments = self.ctx.bindings(iterable)
+                sites = [assignments[0].node] if len(assignments) == 1 else []
+            kinds = set()
+            for site in sites:
+                parent = self.ctx.parent(self.ctx.parent(site)) if isinstance(site, cst.Name) else None
+                if isinstance(parent, cst.Assign):
+                    kinds.add(self._loop_item(parent.value, path))
+            if kinds:
+                return self._combine(kinds)
         return UNKNOWN
 
     def _annotation_kind(self, annotation: cst.Annotation | None) -> Kind:

@@ -127,7 +127,10 @@ class DiscardedTensorMove(Rule):
         call = value.elt if isinstance(value, cst.ListComp) else value
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in MOVES):
             return
-        if self.ctx.is_imported_module(call.func.value) or self.ctx.kinds.of(call.func.value) is not TENSOR:
+        receiver = call.func.value
+        if self.ctx.is_imported_module(receiver) or self.ctx.possible_kinds.of(receiver) is not TENSOR:
+            return  # settled without scope analysis, as most `model.to(device)` statements are
+        if self.ctx.kinds.of(receiver) is not TENSOR:
             return
         message = self.message.format(method=call.func.attr.value)
         fix = self._comprehension_fix(node, value, call) if isinstance(value, cst.ListComp) else self._fix(node, call)
