@@ -7,22 +7,25 @@ import sys
 import click
 
 from devlint import __version__
-from devlint.config import Config, ConfigError, split_codes
+from devlint import settings
+from devlint.config import Config, ConfigError, split_codes, validate_codes
 from devlint.context import FixOptions
+from devlint.engine import check_source
 from devlint.files import discover
+from devlint.source import decode, encode
 from devlint.report import (
     EXIT_ERROR,
     error_line,
     exit_code,
     finding_line,
+    OUTPUT_FORMATS,
+    render,
     render_diff,
-    render_json,
-    render_text,
+    render_statistics,
 )
 from devlint.rules import ALL_RULES, RULES_BY_CODE
 from devlint.runner import check_files
 
-OUTPUT_FORMATS = ("text", "json")
 
 
 class _DefaultToCheck(click.Group):
@@ -45,49 +48,54 @@ def main() -> None:
 @click.option("--select", help="Comma-separated rule codes or prefixes to enable (ALL for every rule).")
 @click.option("--extend-select", help="Rule codes or prefixes to enable on top of the selection.")
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to disable.")
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True)
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), help="How findings are printed [default: text].")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the findings to this file.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or count unsafe fixes.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (with --fix) unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the diff the fixes would make; write nothing.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when --fix changed a file.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes --fix applied.")
-@click.option("--device-name", default="device", show_default=True, help="Variable the fixes use for the device.")
-@click.option("--device-expression", default="cuda", show_default=True,
-              help="What an inserted device definition says: 'cuda' (CUDA else CPU), 'accelerator' "
-                   "(torch.accelerator, for MPS/XPU too) or a Python expression.")
-@click.option("--map-location", type=click.Choice(("auto", "device", "cpu")), default="auto", show_default=True,
-              help="What DL002's fix writes: 'cpu' for load_state_dict inputs and device otherwise (auto).")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
+@click.option("--device-name", help="Variable the fixes use for the device [default: device].")
+@click.option("--device-expression",
+              help="What an inserted device definition says: 'cuda' (CUDA else CPU, the default), "
+                   "'accelerator' (torch.accelerator, for MPS/XPU too) or a Python expression.")
+@click.option("--map-location", type=click.Choice(("auto", "device", "cpu")),
+              help="What DL002's fix writes: 'cpu' for load_state_dict inputs and device otherwise (auto, the default).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read [tool.devlint] from this file.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--stdin-filename", help="The path of the source read from stdin (`devlint -`), for reporting and config.")
+@click.option("--max-file-size", type=click.IntRange(min=0),
+              help="Skip (with a notice) files larger than this many bytes [default: 10485760].")
 @click.version_option(__version__, prog_name="devlint")
-def check(paths, select, extend_select, ignore, output_format, exit_zero, fix, unsafe_fixes, diff,
-          exit_non_zero_on_fix, show_fixes, device_name, device_expression, map_location) -> None:
-    """Check PATHS (files or folders; default: .) for PyTorch device bugs.
+def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, statistics, config_path,
+          isolated, stdin_filename, **options) -> None:
+    """Check PATHS (files or folders; default: .) for PyTorch device bugs. `-` reads stdin.
 
     Exit codes: 0 no findings, 1 findings, 2 bad input, usage or internal error.
     `devlint rule CODE` prints a rule's documentation.
     """
-    if not device_name.isidentifier():
-        _fail(f"--device-name: {device_name!r} is not a Python identifier")
-    config = Config(
-        select=split_codes(select) or None,
-        extend_select=split_codes(extend_select),
-        ignore=split_codes(ignore),
-        fix=fix or diff,
-        unsafe_fixes=unsafe_fixes,
-        fix_options=FixOptions(device_name, device_expression, map_location),
-    )
+    paths = list(paths) or ["."]
     try:
+        file_settings = settings.resolve([p for p in paths if p != "-"] or ["."], config_path, isolated)
+        config, output_format, exclude, extend_exclude = _merge(options, file_settings, fix or diff)
         config.rules()
     except ConfigError as exc:
         _fail(str(exc))
 
-    discovered = discover(list(paths) or ["."])
+    if paths == ["-"]:
+        sys.exit(_check_stdin(config, stdin_filename or "-", output_format, fix and not diff, exit_zero))
+
+    discovered = discover(paths, exclude, extend_exclude, file_settings.root)
     for path, reason in discovered.errors:
         click.echo(f"{path}: error: {reason}", err=True)
     results = check_files(discovered.files, config, write=fix and not diff)
     for result in results:
         if result.error:
             click.echo(error_line(result), err=True)
+        elif result.notice:
+            click.echo(f"{result.path}: warning: {result.notice}", err=True)
 
     if diff:
         diffs = [render_diff(r) for r in results if r.fixed_source is not None]
@@ -95,10 +103,11 @@ def check(paths, select, extend_select, ignore, output_format, exit_zero, fix, u
         code = exit_code(results, len(discovered.errors), exit_zero=False)
         sys.exit(code if code == EXIT_ERROR else int(bool(diffs)))
 
-    if output_format == "json":
-        click.echo(render_json(results), nl=False)
+    if statistics:
+        rendered = render_statistics(results)
     else:
-        click.echo(render_text(results, fixing=fix, unsafe_fixes=unsafe_fixes), nl=False)
+        rendered = render(output_format, results, fixing=fix, unsafe_fixes=config.unsafe_fixes)
+    _emit(rendered, output_file)
     if fix and show_fixes:
         for result in results:
             for applied in result.applied:
@@ -107,6 +116,74 @@ def check(paths, select, extend_select, ignore, output_format, exit_zero, fix, u
     if code != EXIT_ERROR and exit_non_zero_on_fix and any(r.fixed_source for r in results):
         code = 1
     sys.exit(code)
+
+
+def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
+    """CLI options win over [tool.devlint]; returns (Config, output format, exclude, extend-exclude)."""
+    values = file_settings.values
+
+    def pick(option: str, default=None):
+        given = options.get(option.replace("-", "_"))
+        return given if given is not None else values.get(option, default)
+
+    def codes(option: str):
+        given = options.get(option.replace("-", "_"))
+        return split_codes(given) if given is not None else tuple(values.get(option, ()))
+
+    device_name = pick("device-name", "device")
+    if not device_name.isidentifier():
+        raise ConfigError(f"device-name: {device_name!r} is not a Python identifier")
+    map_location = pick("map-location", "auto")
+    if map_location not in ("auto", "device", "cpu"):
+        raise ConfigError(f"{file_settings.path}: [tool.devlint] map-location must be auto, device or cpu")
+    output_format = pick("output-format", "text")
+    if output_format not in OUTPUT_FORMATS:
+        raise ConfigError(f"{file_settings.path}: [tool.devlint] output-format must be one of {', '.join(OUTPUT_FORMATS)}")
+    for key in ("select", "extend-select", "ignore"):
+        validate_codes(values.get(key, ()), f"{file_settings.path}: [tool.devlint] {key}")
+    for glob, listed in values.get("per-file-ignores", {}).items():
+        validate_codes(listed, f"{file_settings.path}: [tool.devlint] per-file-ignores {glob!r}")
+    config = Config(
+        select=codes("select") or None,
+        extend_select=codes("extend-select"),
+        ignore=codes("ignore"),
+        fix=fix,
+        unsafe_fixes=bool(pick("unsafe-fixes", False)),
+        fix_options=FixOptions(device_name, pick("device-expression", "cuda"), map_location),
+        per_file_ignores=tuple((glob, tuple(c)) for glob, c in values.get("per-file-ignores", {}).items()),
+        root=file_settings.root,
+        max_file_size=pick("max-file-size", Config.max_file_size),
+    )
+    exclude = values.get("exclude")
+    return config, output_format, exclude, tuple(values.get("extend-exclude", ()))
+
+
+def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, exit_zero: bool) -> int:
+    """`devlint - [--fix]`: what editors call. With --fix the fixed source goes to stdout."""
+    data = sys.stdin.buffer.read()
+    result = check_source(filename, data, config)
+    if result.error:
+        click.echo(error_line(result), err=True)
+    if fix:
+        if result.error is None and result.fixed_source is not None:
+            sys.stdout.buffer.write(encode(result.fixed_source, decode(data).encoding))
+        else:
+            sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        click.echo(render(output_format, [result], fixing=False, unsafe_fixes=config.unsafe_fixes), nl=False)
+    return exit_code([result], 0, exit_zero=exit_zero)
+
+
+def _emit(text: str, output_file: str | None) -> None:
+    if output_file is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(output_file, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        _fail(f"{output_file}: cannot write the output file: {exc.strerror or exc}")
 
 
 @main.command()

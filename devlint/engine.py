@@ -38,12 +38,12 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
     try:
         with _deep_recursion():
             if config.fix:
-                fixed, applied, findings = fix_text(text, config)
+                fixed, applied, findings = fix_text(text, config, config.rules_for(path))
                 result.applied = applied
                 if fixed != text:
                     result.fixed_source = fixed
             else:
-                findings = lint_text(text, config)
+                findings = lint_text(text, config, config.rules_for(path))
     except cst.ParserSyntaxError as exc:
         result.error = _syntax_error(text, exc)
         return result
@@ -71,8 +71,8 @@ def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> FileError:
     return FileError(f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column + 1)
 
 
-def lint_text(text: str, config: Config) -> list[Finding]:
-    rules = config.rules()
+def lint_text(text: str, config: Config, rules: tuple | None = None) -> list[Finding]:
+    rules = config.rules() if rules is None else rules
     if not rules or not _may_match(text, rules):
         return []
     ctx = FileContext(cst.parse_module(text), config.fix_options)
@@ -113,12 +113,12 @@ def fixable(finding: Finding, config: Config) -> bool:
     return finding.fix.applicability is Applicability.UNSAFE and config.unsafe_fixes
 
 
-def fix_text(text: str, config: Config) -> tuple[str, list[Finding], list[Finding]]:
+def fix_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str, list[Finding], list[Finding]]:
     """Fix, re-lint, repeat until nothing applicable remains: (text, applied, remaining findings)."""
     applied_all: list[Finding] = []
     current = text
     for _ in range(MAX_FIX_PASSES):
-        findings = lint_text(current, config)
+        findings = lint_text(current, config, rules)
         chosen = [f for f in findings if fixable(f, config)]
         if not chosen:
             return current, applied_all, findings

@@ -22,7 +22,10 @@ class Discovered:
     errors: list[tuple[str, str]]  # (path, reason)
 
 
-def discover(paths: list[str]) -> Discovered:
+def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude: tuple[str, ...] = (),
+             root: str = ".") -> Discovered:
+    """Files to check. `exclude` (gitignore-style globs relative to `root`) replaces the default
+    folder list; `extend_exclude` adds to it. Both apply to walked folders, not to named files."""
     files: list[str] = []
     errors: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -33,9 +36,12 @@ def discover(paths: list[str]) -> Discovered:
             seen.add(key)
             files.append(path)
 
+    names = DEFAULT_EXCLUDES if exclude is None else frozenset()
+    patterns = [*(exclude or ()), *extend_exclude]
+    excluded = _Excluded(patterns, root, names)
     for path in paths:
         if os.path.isdir(path):
-            for found in _walk(path, errors):
+            for found in _walk(path, errors, excluded):
                 add(found)
         elif os.path.lexists(path):
             add(path)  # explicit files are checked whatever their name; reading may still fail
@@ -44,7 +50,23 @@ def discover(paths: list[str]) -> Discovered:
     return Discovered(files, errors)
 
 
-def _walk(root: str, errors: list[tuple[str, str]]):
+class _Excluded:
+    def __init__(self, patterns: list[str], root: str, names: frozenset[str]) -> None:
+        self.names = names
+        self.root = os.path.abspath(root)
+        self.spec = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
+
+    def __call__(self, path: str, is_dir: bool) -> bool:
+        name = os.path.basename(path)
+        if name in self.names or (is_dir and name.endswith(".egg-info") and self.names):
+            return True
+        if self.spec is None:
+            return False
+        relative = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
+        return self.spec.match_file(relative + ("/" if is_dir else ""))
+
+
+def _walk(root: str, errors: list[tuple[str, str]], excluded: _Excluded):
     ignores = _GitIgnores(root)
     visited: set[tuple[int, int]] = set()
 
@@ -60,12 +82,13 @@ def _walk(root: str, errors: list[tuple[str, str]]):
         ignores.enter(directory)
         subdirs[:] = sorted(
             d for d in subdirs
-            if d not in DEFAULT_EXCLUDES and not d.endswith(".egg-info")
+            if not excluded(os.path.join(directory, d), True)
             and not ignores.ignored(os.path.join(directory, d), is_dir=True)
         )
         for name in sorted(filenames):
             path = os.path.join(directory, name)
-            if name.endswith(PYTHON_SUFFIXES) and not ignores.ignored(path, is_dir=False):
+            if (name.endswith(PYTHON_SUFFIXES) and not excluded(path, False)
+                    and not ignores.ignored(path, is_dir=False)):
                 yield path
 
 

@@ -65,3 +65,4 @@ class FileResult:
     fixed_source: str | None = None
     applied: list[Finding] = field(default_factory=list)
     original_source: str | None = None
+    notice: str | None = None  # skipped, not an error (e.g. over the size limit)

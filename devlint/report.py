@@ -83,6 +83,31 @@ def render_json(results: list[FileResult]) -> str:
     return json.dumps([finding_dict(r.path, f) for r in results for f in r.findings], indent=2) + "\n"
 
 
+OUTPUT_FORMATS = ("text", "json")
+
+
+def render(fmt: str, results: list[FileResult], *, fixing: bool, unsafe_fixes: bool) -> str:
+    if fmt == "json":
+        return render_json(results)
+    if fmt == "text":
+        return render_text(results, fixing=fixing, unsafe_fixes=unsafe_fixes)
+    from devlint import formats  # the CI formats: full, json-lines, github, gitlab, junit, sarif
+
+    return formats.render(fmt, results)
+
+
+def render_statistics(results: list[FileResult]) -> str:
+    counts: dict[tuple[str, str], list[Finding]] = {}
+    for result in results:
+        for finding in result.findings:
+            counts.setdefault((finding.code, finding.name), []).append(finding)
+    lines = []
+    for (code, name), found in sorted(counts.items()):
+        fixable = sum(1 for f in found if _applicable(f, Applicability.SAFE))
+        lines.append(f"{len(found):5}\t{code}\t{'[*] ' if fixable else '    '}{name}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
 def render_diff(result: FileResult) -> str:
     before = (result.original_source or "").splitlines(keepends=True)
     after = (result.fixed_source or "").splitlines(keepends=True)

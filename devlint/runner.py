@@ -18,6 +18,9 @@ def check_file(path: str, config: Config, *, write: bool) -> FileResult:
             return FileResult(path, error=FileError("is a directory"))
         if not stat.S_ISREG(info.st_mode):
             return FileResult(path, error=FileError("not a regular file"))
+        if info.st_size > config.max_file_size:
+            return FileResult(path, notice=f"skipped: {info.st_size} bytes is over the size limit "
+                                           f"({config.max_file_size}; see --max-file-size)")
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as exc:

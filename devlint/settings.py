@@ -1,0 +1,115 @@
+"""`[tool.devlint]` in pyproject.toml: find it, read it, check every key, and merge with the CLI.
+
+Keys are the long CLI option names. CLI flags win over the file; `--isolated` ignores it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from devlint.config import ConfigError
+
+_STR, _BOOL, _CODES, _GLOBS = "a string", "true or false", "a list of rule codes", "a list of glob patterns"
+KEYS = {
+    "select": _CODES,
+    "extend-select": _CODES,
+    "ignore": _CODES,
+    "exclude": _GLOBS,
+    "extend-exclude": _GLOBS,
+    "per-file-ignores": "a table of glob = [rule codes]",
+    "unsafe-fixes": _BOOL,
+    "output-format": _STR,
+    "device-name": _STR,
+    "device-expression": _STR,
+    "map-location": _STR,
+    "max-file-size": "a whole number of bytes",
+}
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    path: str | None  # the pyproject.toml read, if any
+    root: str  # folder globs and per-file-ignores are relative to
+    values: dict
+
+
+def find_pyproject(paths: list[str]) -> str | None:
+    """The nearest pyproject.toml with a [tool.devlint] table, looking up from the paths given.
+
+    The search stops at the project root (a folder holding .git) or the file system root.
+    """
+    starts = [os.path.abspath(p) for p in paths] or [os.getcwd()]
+    start = os.path.commonpath(starts)
+    folder = start if os.path.isdir(start) else os.path.dirname(start)
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate) and _has_devlint_table(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if os.path.exists(os.path.join(folder, ".git")) or parent == folder:
+            return None
+        folder = parent
+
+
+def _has_devlint_table(path: str) -> bool:
+    try:
+        return "devlint" in _read(path).get("tool", {})
+    except ConfigError:
+        return True  # report the broken file rather than silently skipping it
+
+
+def _read(path: str) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def load(path: str) -> FileSettings:
+    data = _read(path)
+    table = data.get("tool", {}).get("devlint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.devlint] must be a table")
+    for key, value in table.items():
+        if key not in KEYS:
+            close = [k for k in KEYS if k.replace("-", "_") == key or k == key.replace("_", "-")]
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(KEYS)})"
+            raise ConfigError(f"{path}: [tool.devlint] unknown key {key!r}{hint}")
+        if not _valid(KEYS[key], value):
+            raise ConfigError(f"{path}: [tool.devlint] {key} must be {KEYS[key]}, not {value!r}")
+    return FileSettings(path, os.path.dirname(os.path.abspath(path)), dict(table))
+
+
+def _valid(kind: str, value) -> bool:
+    if kind in (_CODES, _GLOBS):
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    if kind == _STR:
+        return isinstance(value, str)
+    if kind.startswith("a whole number"):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, dict) and all(
+        isinstance(v, list) and all(isinstance(c, str) for c in v) for v in value.values()
+    )
+
+
+def resolve(paths: list[str], config_path: str | None, isolated: bool) -> FileSettings:
+    if isolated:
+        return FileSettings(None, os.getcwd(), {})
+    if config_path is not None:
+        if not os.path.isfile(config_path):
+            raise ConfigError(f"{config_path}: --config file not found")
+        return load(config_path)
+    found = find_pyproject(paths)
+    return load(found) if found else FileSettings(None, os.getcwd(), {})

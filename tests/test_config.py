@@ -1,0 +1,117 @@
+"""[tool.devlint] in pyproject.toml, the CLI winning over it, --config, --isolated, stdin, statistics."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import BUGGY, run, write
+
+LOAD = "import torch\nx = torch.load(p)\ny = torch.zeros(1).cuda()\n"
+
+
+def project(tmp_path: Path, table: str) -> Path:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "pyproject.toml", f"[project]\nname = 'x'\n\n[tool.devlint]\n{table}\n")
+    write(tmp_path / "src" / "train.py", LOAD)
+    return tmp_path
+
+
+def codes_found(result) -> list[str]:
+    return [f["code"] for f in json.loads(result.output)]
+
+
+def test_select_from_the_nearest_pyproject(tmp_path):
+    root = project(tmp_path, 'select = ["DL002"]\noutput-format = "json"')
+    assert codes_found(run("src", cwd=root)) == ["DL002"]
+    assert codes_found(run(str(root / "src" / "train.py"))) == ["DL002"]  # found from the path given
+
+
+def test_cli_flags_win_over_the_file(tmp_path):
+    root = project(tmp_path, 'select = ["DL002"]\noutput-format = "json"')
+    assert codes_found(run("src", "--select", "DL001", cwd=root)) == ["DL001"]
+    assert "Found" in run("src", "--output-format", "text", cwd=root).output
+
+
+def test_isolated_and_explicit_config(tmp_path):
+    root = project(tmp_path, 'select = ["DL002"]')
+    assert sorted(codes_found(run("src", "--isolated", "--output-format", "json", cwd=root))) == ["DL001", "DL002"]
+    other = write(tmp_path / "other.toml", '[tool.devlint]\nselect = ["DL001"]\n')
+    assert codes_found(run("src", "--config", str(other), "--output-format", "json", cwd=root)) == ["DL001"]
+
+
+def test_per_file_ignores_and_excludes(tmp_path):
+    root = project(tmp_path, '[tool.devlint.per-file-ignores]\n"src/*.py" = ["DL002"]')
+    assert codes_found(run("src", "--output-format", "json", cwd=root)) == ["DL001"]
+    root2 = tmp_path / "b"
+    root2.mkdir()
+    project(root2, 'extend-exclude = ["legacy/"]')
+    write(root2 / "legacy" / "old.py", BUGGY)
+    paths = {Path(f["path"]).parts[0] for f in json.loads(run(".", "--output-format", "json", cwd=root2).output)}
+    assert paths == {"src"}
+
+
+def test_unsafe_fixes_and_fixer_options_from_the_file(tmp_path):
+    root = project(tmp_path, 'unsafe-fixes = true\ndevice-name = "dev"\nmap-location = "cpu"')
+    write(root / "src" / "train.py", "import torch\nx = torch.load(p)\ny = torch.zeros(1).cuda(1)\n")
+    assert run("src", "--fix", cwd=root).exit_code == 0
+    fixed = (root / "src" / "train.py").read_text()
+    assert 'torch.load(p, map_location="cpu")' in fixed and "y = torch.zeros(1).to(dev)" in fixed
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ('selct = ["DL001"]', "unknown key 'selct'"),
+        ('select = "DL001"', "select must be a list of rule codes"),
+        ('select = ["DL999"]', "[tool.devlint] select: unknown rule code or prefix 'DL999'"),
+        ('unsafe-fixes = "yes"', "unsafe-fixes must be true or false"),
+        ('[tool.devlint.per-file-ignores]\n"*.py" = ["XX1"]', "per-file-ignores '*.py': unknown rule code"),
+        ('map-location = "gpu"', "map-location must be auto, device or cpu"),
+        ("select = [", "invalid TOML"),
+    ],
+)
+def test_bad_configuration_is_one_clear_error(tmp_path, table, message):
+    root = project(tmp_path, table)
+    result = run("src", cwd=root)
+    assert result.exit_code == 2
+    assert "pyproject.toml" in result.stderr and message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_statistics(tmp_path):
+    path = write(tmp_path / "a.py", LOAD + "z = torch.ones(1).cuda()\n")
+    result = run(str(path), "--statistics")
+    assert result.output.splitlines() == ["    2\tDL001\t[*] cuda-call", "    1\tDL002\t[*] torch-load-without-map-location"]
+
+
+def test_output_file(tmp_path):
+    path = write(tmp_path / "a.py", BUGGY)
+    out = tmp_path / "report.json"
+    result = run(str(path), "--output-format", "json", "-o", str(out))
+    assert result.exit_code == 1 and result.output == ""
+    assert [f["code"] for f in json.loads(out.read_text())] == ["DL001"]
+
+
+def test_stdin_check_and_fix():
+    proc = subprocess.run([sys.executable, "-m", "devlint", "-", "--stdin-filename", "pkg/train.py"], input=BUGGY,
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("pkg/train.py:2:20: DL001")
+    fixed = subprocess.run([sys.executable, "-m", "devlint", "-", "--fix"], input=BUGGY, capture_output=True, text=True)
+    assert fixed.returncode == 0
+    assert "x = torch.zeros(3).to(device)" in fixed.stdout
+    broken = subprocess.run([sys.executable, "-m", "devlint", "-", "--fix"], input="x = (\n", capture_output=True,
+                            text=True)
+    assert broken.returncode == 2 and broken.stdout == "x = (\n" and "SyntaxError" in broken.stderr
+
+
+def test_files_over_the_size_limit_are_skipped_with_a_notice(tmp_path):
+    path = write(tmp_path / "big.py", BUGGY + "# padding\n" * 100)
+    result = run(str(path), "--max-file-size", "100")
+    assert result.exit_code == 0
+    assert "skipped" in result.stderr and "size limit" in result.stderr
