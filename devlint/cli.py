@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import click
 
@@ -56,6 +57,8 @@ def main() -> None:
 @click.option("--diff", is_flag=True, help="Print the diff the fixes would make; write nothing.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when --fix changed a file.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes --fix applied.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa` directives for every current finding.")
+@click.option("--ignore-noqa", is_flag=True, help="Report findings even where `# noqa` silences them.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
 @click.option("--device-name", help="Variable the fixes use for the device [default: device].")
 @click.option("--device-expression",
@@ -69,8 +72,8 @@ def main() -> None:
 @click.option("--max-file-size", type=click.IntRange(min=0),
               help="Skip (with a notice) files larger than this many bytes [default: 10485760].")
 @click.version_option(__version__, prog_name="devlint")
-def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, statistics, config_path,
-          isolated, stdin_filename, **options) -> None:
+def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, add_noqa, ignore_noqa,
+          statistics, config_path, isolated, stdin_filename, **options) -> None:
     """Check PATHS (files or folders; default: .) for PyTorch device bugs. `-` reads stdin.
 
     Exit codes: 0 no findings, 1 findings, 2 bad input, usage or internal error.
@@ -80,6 +83,7 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     try:
         file_settings = settings.resolve([p for p in paths if p != "-"] or ["."], config_path, isolated)
         config, output_format, exclude, extend_exclude = _merge(options, file_settings, fix or diff)
+        config = replace(config, ignore_noqa=ignore_noqa, add_noqa=add_noqa)
         config.rules()
     except ConfigError as exc:
         _fail(str(exc))
@@ -90,7 +94,7 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     discovered = discover(paths, exclude, extend_exclude, file_settings.root)
     for path, reason in discovered.errors:
         click.echo(f"{path}: error: {reason}", err=True)
-    results = check_files(discovered.files, config, write=fix and not diff)
+    results = check_files(discovered.files, config, write=(fix or add_noqa) and not diff)
     for result in results:
         if result.error:
             click.echo(error_line(result), err=True)
@@ -103,6 +107,10 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
         code = exit_code(results, len(discovered.errors), exit_zero=False)
         sys.exit(code if code == EXIT_ERROR else int(bool(diffs)))
 
+    if add_noqa:
+        added = sum(r.added_noqa for r in results)
+        click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+        sys.exit(exit_code(results, len(discovered.errors), exit_zero=True))
     if statistics:
         rendered = render_statistics(results)
     else:

@@ -28,6 +28,8 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     root: str = "."
     max_file_size: int = 10 * 1024 * 1024
+    ignore_noqa: bool = False
+    add_noqa: bool = False
 
     def rules(self):
         """The selected rule classes, in code order."""

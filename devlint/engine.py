@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from functools import lru_cache
 
@@ -14,9 +15,12 @@ from devlint.fixer import apply_edits, define_device
 from devlint.prefilter import summarise
 from devlint.model import Applicability, FileError, FileResult, Finding
 from devlint.source import SourceError, decode
-from devlint.suppressions import is_suppressed, noqa_lines
+from devlint.rules.unused_noqa import UnusedNoqa
+from devlint.suppressions import noqa_comment
+from devlint.suppressions import parse as parse_suppressions
 
 MAX_FIX_PASSES = 6
+_NEWLINE = re.compile(r"\r\n|\r|\n")
 # LibCST's visitors recurse per nesting level; deep (but valid) code needs more than the default.
 RECURSION_LIMIT = 10_000
 
@@ -37,7 +41,12 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
     result.original_source = text
     try:
         with _deep_recursion():
-            if config.fix:
+            if config.add_noqa:
+                fixed, result.added_noqa = add_noqa_text(text, config, config.rules_for(path))
+                if fixed != text:
+                    result.fixed_source = fixed
+                findings = []
+            elif config.fix:
                 fixed, applied, findings = fix_text(text, config, config.rules_for(path))
                 result.applied = applied
                 if fixed != text:
@@ -73,6 +82,22 @@ def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> FileError:
 
 def lint_text(text: str, config: Config, rules: tuple | None = None) -> list[Finding]:
     rules = config.rules() if rules is None else rules
+    findings = _rule_findings(text, config, rules)
+    if config.ignore_noqa:
+        return findings
+    suppressions = parse_suppressions(text)
+    findings = [f for f in findings if not suppressions.silences(f)]
+    if UnusedNoqa in rules and suppressions.lines:
+        selected = {rule.code for rule in rules}
+        lines = _NEWLINE.split(text)
+        for directive in suppressions.lines.values():
+            unused = UnusedNoqa.unused(directive, selected, lines[directive.line - 1])
+            if unused is not None and not suppressions.silences_file(unused):
+                findings.append(unused)
+    return sorted(findings, key=lambda f: (f.start, f.code))
+
+
+def _rule_findings(text: str, config: Config, rules: tuple) -> list[Finding]:
     if not rules or not _may_match(text, rules):
         return []
     ctx = FileContext(cst.parse_module(text), config.fix_options)
@@ -82,11 +107,29 @@ def lint_text(text: str, config: Config, rules: tuple | None = None) -> list[Fin
             handler = getattr(checkers[index], method)
             for node in nodes:
                 handler(node)
-    findings = sorted((f for c in checkers for f in c.findings), key=lambda f: (f.start, f.code))
-    noqa = noqa_lines(text)
-    if noqa:
-        findings = [f for f in findings if not is_suppressed(noqa, f.code, (f.start.line, f.end.line))]
-    return findings
+    return [f for c in checkers for f in c.findings]
+
+
+def add_noqa_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str, int]:
+    """Append `# noqa: CODES` for every current finding (adopting devlint in one commit)."""
+    by_line: dict[int, set[str]] = {}
+    for finding in lint_text(text, config, rules):
+        if finding.code != UnusedNoqa.code:
+            line = finding.suppress_lines[-1] if finding.suppress_lines else finding.start.line
+            by_line.setdefault(line, set()).add(finding.code)
+    if not by_line:
+        return text, 0
+    existing = parse_suppressions(text).lines
+    pieces = re.split(r"(\r\n|\r|\n)", text)  # lines at even indexes, newlines at odd ones
+    for line, codes in by_line.items():
+        content = pieces[2 * (line - 1)]
+        directive = existing.get(line)
+        if directive is not None and directive.codes is not None:
+            content = content[: directive.start] + noqa_comment(sorted(codes), directive) + content[directive.end:]
+        else:
+            content = f"{content.rstrip()}  {noqa_comment(sorted(codes), None)}"
+        pieces[2 * (line - 1)] = content
+    return "".join(pieces), sum(len(c) for c in by_line.values())
 
 
 @lru_cache(maxsize=None)

@@ -44,6 +44,8 @@ class Finding:
     start: Position
     end: Position
     fix: Fix | None = None
+    # Other lines whose `# noqa` silences this finding: the last line of a multi-line statement.
+    suppress_lines: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,4 +67,5 @@ class FileResult:
     fixed_source: str | None = None
     applied: list[Finding] = field(default_factory=list)
     original_source: str | None = None
+    added_noqa: int = 0
     notice: str | None = None  # skipped, not an error (e.g. over the size limit)

@@ -62,7 +62,10 @@ class Rule:
                start_node: cst.CSTNode | None = None) -> None:
         start, _ = self.ctx.span(start_node or node)
         _, end = self.ctx.span(node)
-        self.findings.append(Finding(self.code, self.name, message or self.message, start, end, fix))
+        statement = self.ctx.enclosing(node, cst.SimpleStatementLine)
+        last = self.ctx.span(statement)[1].line if statement is not None else end.line
+        lines = tuple(sorted({end.line, last} - {start.line}))
+        self.findings.append(Finding(self.code, self.name, message or self.message, start, end, fix, lines))
 
     # -- edit helpers ----------------------------------------------------------------------------
     def replace(self, node: cst.CSTNode, content: str) -> Edit:

@@ -115,3 +115,36 @@ def test_files_over_the_size_limit_are_skipped_with_a_notice(tmp_path):
     result = run(str(path), "--max-file-size", "100")
     assert result.exit_code == 0
     assert "skipped" in result.stderr and "size limit" in result.stderr
+
+
+def test_add_noqa_then_nothing_is_reported_and_unused_ones_are_found(tmp_path):
+    source = (
+        "import torch\n"
+        "x = torch.zeros(1).cuda()\n"
+        "y = torch.load(\n"
+        "    p,\n"
+        ")\n"
+        "z = torch.zeros(1).cuda()  # keep this comment\n"
+        "w = torch.zeros(1).cuda()  # noqa: DL003\n"
+    )
+    path = write(tmp_path / "legacy.py", source)
+    result = run(str(path), "--add-noqa")
+    assert result.exit_code == 0 and "Added 4 noqa directives." in result.output
+    text = path.read_text()
+    assert "x = torch.zeros(1).cuda()  # noqa: DL001\n" in text
+    assert ")  # noqa: DL002\n" in text  # the last line of the statement
+    assert "# keep this comment  # noqa: DL001" in text
+    assert "w = torch.zeros(1).cuda()  # noqa: DL001, DL003\n" in text
+    assert run(str(path)).exit_code == 0
+    assert run(str(path), "--ignore-noqa").exit_code == 1
+    unused = run(str(path), "--extend-select", "DL100", "--output-format", "json")
+    assert [(f["code"], f["line"]) for f in json.loads(unused.output)] == [("DL100", 7)]
+    run(str(path), "--extend-select", "DL100", "--fix")
+    assert "w = torch.zeros(1).cuda()  # noqa: DL001\n" in path.read_text()
+
+
+def test_file_level_noqa(tmp_path):
+    everything = write(tmp_path / "a.py", "# devlint: noqa\n" + LOAD)
+    assert run(str(everything)).exit_code == 0
+    some = write(tmp_path / "b.py", "# devlint: noqa: DL002\n" + LOAD)
+    assert codes_found(run(str(some), "--output-format", "json")) == ["DL001"]

@@ -29,11 +29,12 @@ def test_invalid_example_is_flagged(rule, case):
 
 @pytest.mark.parametrize("rule, case", INVALID)
 def test_invalid_example_fix(rule, case):
-    fixed = fix(case.code, select=rule.code, unsafe=case.unsafe)
+    select = getattr(rule, "EXAMPLES_SELECT", rule.code)
+    fixed = fix(case.code, select=select, unsafe=case.unsafe)
     if case.fixed is not None:
         assert fixed == case.fixed
     cst.parse_module(fixed)
-    assert fix(fixed, select=rule.code, unsafe=case.unsafe) == fixed  # idempotent
+    assert fix(fixed, select=select, unsafe=case.unsafe) == fixed  # idempotent
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
