@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from dataclasses import replace
 
@@ -9,9 +11,9 @@ import click
 
 from devlint import __version__
 from devlint import settings
+from devlint.cache import CACHE_DIR_NAME, ResultCache, settings_key
 from devlint.config import Config, ConfigError, split_codes, validate_codes
 from devlint.context import FixOptions
-from devlint.engine import check_source
 from devlint.files import discover
 from devlint.source import decode, encode
 from devlint.report import (
@@ -69,11 +71,14 @@ def main() -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read [tool.devlint] from this file.")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option("--stdin-filename", help="The path of the source read from stdin (`devlint -`), for reporting and config.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: all cores].")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="Where the result cache lives [default: .devlint_cache in the project root].")
 @click.option("--max-file-size", type=click.IntRange(min=0),
               help="Skip (with a notice) files larger than this many bytes [default: 10485760].")
 @click.version_option(__version__, prog_name="devlint")
 def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, add_noqa, ignore_noqa,
-          statistics, config_path, isolated, stdin_filename, **options) -> None:
+          statistics, config_path, isolated, stdin_filename, jobs, no_cache, cache_dir, **options) -> None:
     """Check PATHS (files or folders; default: .) for PyTorch device bugs. `-` reads stdin.
 
     Exit codes: 0 no findings, 1 findings, 2 bad input, usage or internal error.
@@ -94,7 +99,15 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     discovered = discover(paths, exclude, extend_exclude, file_settings.root)
     for path, reason in discovered.errors:
         click.echo(f"{path}: error: {reason}", err=True)
-    results = check_files(discovered.files, config, write=(fix or add_noqa) and not diff)
+    cache = None
+    if not no_cache and not diff:
+        cache = ResultCache(cache_dir or os.path.join(file_settings.root, CACHE_DIR_NAME), settings_key(config))
+    results = check_files(discovered.files, config, write=(fix or add_noqa) and not diff,
+                          jobs=jobs or os.cpu_count() or 1, cache=cache)
+    if cache is not None:
+        cache.save()
+        for warning in cache.warnings:
+            click.echo(f"devlint: warning: {warning}", err=True)
     for result in results:
         if result.error:
             click.echo(error_line(result), err=True)
@@ -168,6 +181,8 @@ def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
 
 def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, exit_zero: bool) -> int:
     """`devlint - [--fix]`: what editors call. With --fix the fixed source goes to stdout."""
+    from devlint.engine import check_source
+
     data = sys.stdin.buffer.read()
     result = check_source(filename, data, config)
     if result.error:
@@ -192,6 +207,20 @@ def _emit(text: str, output_file: str | None) -> None:
             handle.write(text)
     except OSError as exc:
         _fail(f"{output_file}: cannot write the output file: {exc.strerror or exc}")
+
+
+@main.command()
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder to remove.")
+def clean(cache_dir: str | None) -> None:
+    """Remove the result cache (.devlint_cache in the project root)."""
+    try:
+        root = settings.resolve(["."], None, False).root
+    except ConfigError:
+        root = os.getcwd()
+    target = cache_dir or os.path.join(root, CACHE_DIR_NAME)
+    if os.path.isdir(target):
+        shutil.rmtree(target)
+        click.echo(f"Removed {target}")
 
 
 @main.command()

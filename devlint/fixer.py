@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 
 from devlint.context import FixOptions
 from devlint.model import Edit, Finding, Position
@@ -63,6 +61,10 @@ def define_device(text: str, options: FixOptions) -> str:
     body.insert(insertion_index(module), statement)
     module = module.with_changes(body=body)
     if torch_name is None:
+        # Imported here: libcst.codemod costs a quarter second at start-up, and few runs need it.
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor
+
         context = CodemodContext()
         AddImportsVisitor.add_needed_import(context, "torch")
         module = AddImportsVisitor(context).transform_module(module)

@@ -1,30 +1,50 @@
-"""The disk side of a run: read each file, check it with the core, write fixes back atomically."""
+"""The disk side of a run: read each file, check it with the core (in worker processes when there
+are many), reuse cached results, and write fixes back atomically."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import stat
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
+from devlint.cache import ResultCache
 from devlint.config import Config
-from devlint.engine import check_source
 from devlint.model import FileError, FileResult
-from devlint.source import encode, decode, write_atomic
+from devlint.source import decode, encode, write_atomic
+
+# Forking is the cheapest start on Linux (nothing to re-import); elsewhere the platform's default.
+_CONTEXT = multiprocessing.get_context("fork") if sys.platform == "linux" else None
+# Below this many files to check, starting worker processes costs more than it saves.
+MIN_FILES_FOR_WORKERS = 16
 
 
-def check_file(path: str, config: Config, *, write: bool) -> FileResult:
+def read(path: str, config: Config) -> tuple[bytes | None, FileResult | None]:
+    """The file's bytes, or a result saying why it is not checked."""
     try:
         info = os.stat(path)
         if stat.S_ISDIR(info.st_mode):
-            return FileResult(path, error=FileError("is a directory"))
+            return None, FileResult(path, error=FileError("is a directory"))
         if not stat.S_ISREG(info.st_mode):
-            return FileResult(path, error=FileError("not a regular file"))
+            return None, FileResult(path, error=FileError("not a regular file"))
         if info.st_size > config.max_file_size:
-            return FileResult(path, notice=f"skipped: {info.st_size} bytes is over the size limit "
-                                           f"({config.max_file_size}; see --max-file-size)")
+            return None, FileResult(path, notice=f"skipped: {info.st_size} bytes is over the size limit "
+                                                 f"({config.max_file_size}; see --max-file-size)")
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read(), None
     except OSError as exc:
-        return FileResult(path, error=FileError(f"cannot read: {exc.strerror or exc}"))
+        return None, FileResult(path, error=FileError(f"cannot read: {exc.strerror or exc}"))
+
+
+def check_file(path: str, config: Config, *, write: bool, data: bytes | None = None) -> FileResult:
+    from devlint.engine import check_source  # LibCST is loaded only when something is checked
+
+    if data is None:
+        data, problem = read(path, config)
+        if problem is not None:
+            return problem
     result = check_source(path, data, config)
     if write and result.fixed_source is not None and result.error is None:
         encoding = decode(data).encoding
@@ -37,5 +57,69 @@ def check_file(path: str, config: Config, *, write: bool) -> FileResult:
     return result
 
 
-def check_files(paths: list[str], config: Config, *, write: bool) -> list[FileResult]:
+def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
+                cache: ResultCache | None = None) -> list[FileResult]:
+    """Results in the order of `paths`, whatever order the workers finish in."""
+    results: list[FileResult | None] = [None] * len(paths)
+    keys: dict[int, str] = {}
+    todo: list[int] = []
+    for index, path in enumerate(paths):
+        if cache is None:
+            todo.append(index)
+            continue
+        data, problem = read(path, config)
+        if problem is not None:
+            results[index] = problem
+            continue
+        keys[index] = cache.key(data, tuple(r.code for r in config.rules_for(path)))
+        cached = cache.get(keys[index])
+        if cached is not None and not (write and _has_applicable_fix(cached, config)):
+            results[index] = FileResult(path, findings=cached)
+        else:
+            todo.append(index)
+
+    todo_paths = [paths[i] for i in todo]
+    if jobs > 1 and len(todo) >= MIN_FILES_FOR_WORKERS:
+        fresh = _in_workers(todo_paths, config, write, jobs)
+    else:
+        fresh = [check_file(p, config, write=write) for p in todo_paths]
+    for index, result in zip(todo, fresh):
+        results[index] = result
+        if cache is not None and index in keys and result.error is None and result.fixed_source is None \
+                and result.notice is None and not config.add_noqa:
+            cache.put(keys[index], result.findings)
+    return results  # type: ignore[return-value]
+
+
+def _has_applicable_fix(findings, config: Config) -> bool:
+    from devlint.engine import fixable
+
+    return any(fixable(f, config) for f in findings)
+
+
+def _check_chunk(paths: list[str], config: Config, write: bool) -> list[FileResult]:
     return [check_file(path, config, write=write) for path in paths]
+
+
+def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> list[FileResult]:
+    size = max(1, min(32, len(paths) // (jobs * 8)))
+    chunks = [list(range(i, min(i + size, len(paths)))) for i in range(0, len(paths), size)]
+    results: dict[int, FileResult] = {}
+    suspects: list[int] = []
+    with ProcessPoolExecutor(jobs, mp_context=_CONTEXT) as pool:
+        futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write): chunk for chunk in chunks}
+        for future in as_completed(futures):
+            try:
+                results.update(zip(futures[future], future.result()))
+            except BrokenProcessPool:
+                suspects.extend(futures[future])
+    # A worker died (a crash in native code, the memory limit): retry those files one by one, each
+    # alone in a fresh worker, so that only the file that kills it is reported.
+    for index in sorted(suspects):
+        try:
+            with ProcessPoolExecutor(1, mp_context=_CONTEXT) as pool:
+                results[index] = pool.submit(_check_chunk, [paths[index]], config, write).result()[0]
+        except BrokenProcessPool:
+            results[index] = FileResult(paths[index], error=FileError(
+                "internal error: the worker process died while checking this file", internal=True))
+    return [results[i] for i in range(len(paths))]
