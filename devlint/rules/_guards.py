@@ -20,7 +20,7 @@ class with a `pytestmark` that does. Precision comes first, so the recognition i
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import libcst as cst
 
@@ -40,6 +40,7 @@ def _flip(pair: tuple[bool, bool]) -> tuple[bool, bool]:
     return (pair[1], pair[0])
 
 
+@lru_cache(maxsize=4096)
 def _switch_words_polarity(identifier: str) -> tuple[bool, bool]:
     words = name_words(identifier)
     cuda = any("cuda" in w or "gpu" in w for w in words)
@@ -90,6 +91,7 @@ class CudaGuards:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._depth = 0
+        self._name_polarity: dict[str, tuple[bool, bool]] = {}
 
     # -- conditions --------------------------------------------------------------------------------
     @cached_property
@@ -148,6 +150,13 @@ class CudaGuards:
         name = dotted_name(expr)
         if name is None:
             return NOTHING
+        memo = self._name_polarity
+        if name not in memo:
+            memo[name] = NOTHING  # a name assigned from itself (directly or not) says nothing more
+            memo[name] = self._name_implies(name, expr)
+        return memo[name]
+
+    def _name_implies(self, name: str, expr: cst.BaseExpression) -> tuple[bool, bool]:
         for value in self._assigned_conditions.get(name, ()):
             if value is not expr:
                 polarity = self.implies(value)
