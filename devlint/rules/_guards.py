@@ -279,6 +279,10 @@ class CudaGuards:
                     condition = arg.value
             polarity = self.implies(condition)
             return polarity[1] if tail == "skipif" else polarity[0]
+        if isinstance(decorator, cst.Call) and any(
+            (string_value(arg.value) or "").lower().startswith(("gpu", "cuda")) for arg in decorator.args
+        ):
+            return True  # a project's own GPU-only marker: `@pytest.mark.run_only_on("GPU")`
         return any(_switch_words_polarity(part) == TRUE_ONLY for part in name.split("."))
 
     def _has_pytestmark(self, body) -> bool:

@@ -52,7 +52,8 @@ class CudaCall(Rule):
       the `else:` of `if not torch.cuda.is_available():`, code after an early exit under
       `if not torch.cuda.is_available():` (`return x`, `raise`, `sys.exit(0)`, `pytest.skip(...)`,
       `self.skipTest(...)`) or after `assert torch.cuda.is_available()`, a function decorated with
-      `@unittest.skipIf(not torch.cuda.is_available(), ...)` or `@requires_cuda`, a module with
+      `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@requires_cuda` or a marker naming the GPU
+      (`@pytest.mark.run_only_on('GPU')`), a module with
       `pytestmark = pytest.mark.skipif(...)`.
     - The body of a method named `cuda`, e.g. `def cuda(self, device=None):` (it implements the API).
     - Functions of the `torch.cuda` module such as `torch.cuda.manual_seed(0)`: not a `.cuda()` method call.
@@ -96,6 +97,7 @@ class CudaCall(Rule):
         "import torch, unittest\nclass T(unittest.TestCase):\n    def test(self):\n"
         "        if not torch.cuda.is_available():\n            self.skipTest('gpu')\n        x.cuda()\n",
         "@requires_cuda\ndef test():\n    x.cuda()\n",
+        "import pytest\n@pytest.mark.run_only_on('GPU')\ndef test(model):\n    model = model.cuda()\n",
     )
     INVALID = (
         Invalid(
