@@ -83,7 +83,7 @@ def render_json(results: list[FileResult]) -> str:
     return json.dumps([finding_dict(r.path, f) for r in results for f in r.findings], indent=2) + "\n"
 
 
-OUTPUT_FORMATS = ("text", "json")
+OUTPUT_FORMATS = ("text", "json", "full", "json-lines", "github", "gitlab", "junit", "sarif")
 
 
 def render(fmt: str, results: list[FileResult], *, fixing: bool, unsafe_fixes: bool) -> str:

@@ -74,7 +74,8 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         keys[index] = cache.key(data, tuple(r.code for r in config.rules_for(path)))
         cached = cache.get(keys[index])
         if cached is not None and not (write and _has_applicable_fix(cached, config)):
-            results[index] = FileResult(path, findings=cached)
+            # The source is kept for the formats that quote it (full, gitlab).
+            results[index] = FileResult(path, findings=cached, original_source=decode(data).text if cached else None)
         else:
             todo.append(index)
 

@@ -1,0 +1,220 @@
+"""Output formats for people and CI beyond text and JSON: full, json-lines, github, gitlab, junit, sarif.
+
+Each renderer takes the run's FileResults and returns text; none touches the disk.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+from devlint import __version__
+from devlint.fixer import line_offsets, offset
+from devlint.model import Applicability, FileResult, Finding
+from devlint.report import error_line, finding_dict, finding_line, render_text
+from devlint.rules import ALL_RULES
+
+FORMATS = ("full", "json-lines", "github", "gitlab", "junit", "sarif")
+
+
+def render(fmt: str, results: list[FileResult]) -> str:
+    return {
+        "full": render_full,
+        "json-lines": render_json_lines,
+        "github": render_github,
+        "gitlab": render_gitlab,
+        "junit": render_junit,
+        "sarif": render_sarif,
+    }[fmt](results)
+
+
+def _findings(results: list[FileResult]):
+    return [(r, f) for r in results for f in r.findings]
+
+
+# -- full --------------------------------------------------------------------------------------------
+def render_full(results: list[FileResult]) -> str:
+    blocks = []
+    for result, finding in _findings(results):
+        lines = (result.original_source or "").splitlines()
+        block = [finding_line(result.path, finding)]
+        width = len(str(finding.end.line))
+        for number in range(finding.start.line, min(finding.end.line, len(lines)) + 1):
+            text = lines[number - 1]
+            block.append(f"{number:>{width}} | {text}")
+            start = finding.start.column if number == finding.start.line else len(text) - len(text.lstrip())
+            end = finding.end.column if number == finding.end.line else len(text)
+            block.append(f"{'':>{width}} | {' ' * start}{'^' * max(1, end - start)}")
+        if finding.fix is not None:
+            level = "" if finding.fix.applicability is Applicability.SAFE else f" ({finding.fix.applicability.value})"
+            block.append(f"= help: {finding.fix.title}{level}")
+            if finding.fix.edits and result.original_source is not None:
+                block.append(_fix_diff(result.original_source, finding).rstrip("\n"))
+        blocks.append("\n".join(block))
+    text = render_text(results, fixing=False, unsafe_fixes=False)
+    shown = {finding_line(r.path, f) for r, f in _findings(results)}
+    summary = "\n".join(line for line in text.splitlines() if line not in shown) + "\n"
+    return "\n\n".join(blocks) + ("\n\n" if blocks else "") + summary
+
+
+def _fix_diff(source: str, finding: Finding) -> str:
+    offsets = line_offsets(source)
+    fixed = source
+    for edit in sorted(finding.fix.edits, key=lambda e: (e.start, e.end), reverse=True):
+        fixed = fixed[: offset(offsets, edit.start)] + edit.content + fixed[offset(offsets, edit.end):]
+    diff = difflib.unified_diff(source.splitlines(True), fixed.splitlines(True), n=1)
+    return "".join(line for line in diff if not line.startswith(("---", "+++")))
+
+
+# -- json-lines ----------------------------------------------------------------------------------------
+def render_json_lines(results: list[FileResult]) -> str:
+    return "".join(json.dumps(finding_dict(r.path, f)) + "\n" for r, f in _findings(results))
+
+
+# -- GitHub Actions workflow commands ----------------------------------------------------------------------
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(results: list[FileResult]) -> str:
+    lines = []
+    for result, finding in _findings(results):
+        properties = ",".join([
+            f"title={_escape_property(f'devlint ({finding.code})')}",
+            f"file={_escape_property(result.path)}",
+            f"line={finding.start.line}",
+            f"col={finding.start.column + 1}",
+            f"endLine={finding.end.line}",
+            f"endColumn={finding.end.column + 1}",
+        ])
+        lines.append(f"::error {properties}::{_escape_data(f'{finding.code} {finding.message}')}")
+    for result in results:
+        if result.error is not None:
+            where = f"file={_escape_property(result.path)}"
+            if result.error.line is not None:
+                where += f",line={result.error.line}"
+            lines.append(f"::error title=devlint,{where}::{_escape_data(result.error.message)}")
+    return "".join(line + "\n" for line in lines)
+
+
+# -- GitLab Code Quality -----------------------------------------------------------------------------------
+def render_gitlab(results: list[FileResult]) -> str:
+    issues = []
+    seen: dict[str, int] = {}
+    for result, finding in _findings(results):
+        lines = (result.original_source or "").splitlines()
+        text = lines[finding.start.line - 1].strip() if finding.start.line <= len(lines) else ""
+        # Not the line number: a fingerprint must survive code moving up or down.
+        base = hashlib.sha256(f"{result.path}\0{finding.code}\0{finding.message}\0{text}".encode()).hexdigest()
+        seen[base] = seen.get(base, 0) + 1
+        fingerprint = base if seen[base] == 1 else hashlib.sha256(f"{base}\0{seen[base]}".encode()).hexdigest()
+        issues.append({
+            "description": f"{finding.code} {finding.message}",
+            "check_name": finding.code,
+            "fingerprint": fingerprint,
+            "severity": "major",
+            "location": {"path": result.path, "lines": {"begin": finding.start.line, "end": finding.end.line}},
+        })
+    return json.dumps(issues, indent=2) + "\n"
+
+
+# -- JUnit XML ---------------------------------------------------------------------------------------------
+def render_junit(results: list[FileResult]) -> str:
+    suite = ET.Element("testsuite", name="devlint")
+    failures = errors = tests = 0
+    for result in results:
+        if result.error is not None:
+            case = ET.SubElement(suite, "testcase", classname=result.path, name="devlint")
+            ET.SubElement(case, "error", message=result.error.message).text = error_line(result)
+            errors += 1
+            tests += 1
+        elif not result.findings:
+            ET.SubElement(suite, "testcase", classname=result.path, name="devlint")
+            tests += 1
+        for finding in result.findings:
+            name = f"{finding.code}:{finding.start.line}:{finding.start.column + 1}"
+            case = ET.SubElement(suite, "testcase", classname=result.path, name=name)
+            ET.SubElement(case, "failure", message=finding.message, type=finding.code).text = finding_line(
+                result.path, finding)
+            failures += 1
+            tests += 1
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    suites = ET.Element("testsuites", name="devlint", tests=str(tests), failures=str(failures), errors=str(errors))
+    suites.append(suite)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+# -- SARIF 2.1.0 -------------------------------------------------------------------------------------------
+def _uri(path: str) -> str:
+    return urllib.parse.quote(path.replace("\\", "/"))
+
+
+def _region(start, end) -> dict:
+    return {"startLine": start.line, "startColumn": start.column + 1, "endLine": end.line, "endColumn": end.column + 1}
+
+
+def render_sarif(results: list[FileResult]) -> str:
+    index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
+    rules = [
+        {
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary()},
+            "fullDescription": {"text": rule.summary()},
+            "help": {"text": rule.documentation(), "markdown": rule.documentation()},
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"defaultEnabled": rule.default_enabled},
+        }
+        for rule in ALL_RULES
+    ]
+    sarif_results = []
+    for result, finding in _findings(results):
+        location = {"physicalLocation": {"artifactLocation": {"uri": _uri(result.path)},
+                                         "region": _region(finding.start, finding.end)}}
+        entry = {
+            "ruleId": finding.code,
+            "ruleIndex": index[finding.code],
+            "level": "error",
+            "message": {"text": finding.message},
+            "locations": [location],
+        }
+        fix = finding.fix
+        if fix is not None and fix.edits and fix.applicability is not Applicability.DISPLAY_ONLY:
+            entry["fixes"] = [{
+                # The fixer also defines `device` once per file where this is set (see --fix).
+                "properties": {"needsDeviceDefinition": fix.needs_device},
+                "description": {"text": fix.title + ("" if fix.applicability is Applicability.SAFE else " (unsafe)")},
+                "artifactChanges": [{
+                    "artifactLocation": {"uri": _uri(result.path)},
+                    "replacements": [
+                        {"deletedRegion": _region(e.start, e.end), "insertedContent": {"text": e.content}}
+                        for e in fix.edits
+                    ],
+                }],
+            }]
+        sarif_results.append(entry)
+    notifications = [
+        {"level": "error", "message": {"text": result.error.message},
+         "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(result.path)}}}]}
+        for result in results if result.error is not None
+    ]
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "devlint", "version": __version__,
+                                "rules": rules}},
+            "results": sarif_results,
+            "invocations": [{"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}],
+        }],
+    }
+    return json.dumps(document, indent=2) + "\n"
