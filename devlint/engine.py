@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 import sys
+import tokenize
 from functools import lru_cache
 
 import libcst as cst
@@ -12,7 +14,7 @@ import libcst as cst
 from devlint.config import Config
 from devlint.context import FileContext
 from devlint.fixer import apply_edits, define_device
-from devlint.prefilter import summarise
+from devlint.prefilter import TooComplex, summarise
 from devlint.model import Applicability, FileError, FileResult, Finding
 from devlint.source import SourceError, decode
 from devlint.rules.unused_noqa import UnusedNoqa
@@ -58,6 +60,9 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
         return result
     except RecursionError:
         result.error = FileError("too deeply nested to analyse (recursion limit reached)")
+        return result
+    except (TooDeeplyNested, TooComplex) as exc:
+        result.error = FileError(str(exc))
         return result
     except FixDidNotConverge as exc:
         result.error = FileError(f"internal error: {exc}; the file was left unchanged", internal=True)
@@ -145,7 +150,37 @@ def _dispatch(rules: tuple) -> dict[str, list[tuple[int, str]]]:
 
 def _may_match(text: str, rules) -> bool:
     summary = summarise(text)
-    return summary is None or any(rule.could_match(summary) for rule in rules)
+    if summary is None:
+        _check_nesting(text)  # the standard parser refused it: make sure LibCST's can survive it
+        return True
+    return any(rule.could_match(summary) for rule in rules)
+
+
+class TooDeeplyNested(Exception):
+    pass
+
+
+# CPython refuses more than 200 nested brackets; LibCST's native parser overflows its stack (a
+# segmentation fault, not an exception) somewhere past a thousand.
+MAX_BRACKET_DEPTH = 200
+
+
+def _check_nesting(text: str) -> None:
+    depth = deepest = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.OP:
+                if token.string in "([{":
+                    depth += 1
+                    deepest = max(deepest, depth)
+                    if deepest > MAX_BRACKET_DEPTH:
+                        break
+                elif token.string in ")]}":
+                    depth -= 1
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    if deepest > MAX_BRACKET_DEPTH:
+        raise TooDeeplyNested(f"too deeply nested: more than {MAX_BRACKET_DEPTH} levels of brackets")
 
 
 def fixable(finding: Finding, config: Config) -> bool:

@@ -22,11 +22,17 @@ class Summary:
     star_import: bool = False
 
 
+class TooComplex(Exception):
+    """The interpreter itself cannot parse the file: too deeply nested (LibCST's parser would crash)."""
+
+
 def summarise(text: str) -> Summary | None:
-    """None when the standard parser cannot read the file."""
+    """None when the standard parser cannot read the file (newer syntax, or broken)."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    except (RecursionError, MemoryError):
+        raise TooComplex("too deeply nested or complex for the Python parser") from None
+    except (SyntaxError, ValueError, OverflowError):
         return None
     summary = Summary()
     for node in ast.walk(tree):

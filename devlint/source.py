@@ -22,10 +22,10 @@ class DecodedSource:
 
 def decode(data: bytes) -> DecodedSource:
     """Decode like the interpreter does (PEP 263 cookie, BOM), without translating newlines."""
-    if b"\0" in data:
-        raise SourceError("source contains NUL bytes")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise SourceError("UTF-16 source is not supported (Python reads source as UTF-8 or a PEP 263 encoding)")
+    if b"\0" in data:
+        raise SourceError("source contains NUL bytes")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
