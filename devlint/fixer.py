@@ -53,7 +53,7 @@ def _overlaps(start: int, end: int, other_start: int, other_end: int) -> bool:
 
 def define_device(text: str, options: FixOptions) -> str:
     """Insert `device = ...` after the imports (and `import torch` when nothing binds torch)."""
-    module = cst.parse_module(text)
+    module = original = cst.parse_module(text)
     torch_name = module_torch_alias(module)
     expression = device_expression(options.device_expression, torch_name or "torch")
     statement = cst.parse_statement(f"{options.device_name} = {expression}\n", config=module.config_for_parsing)
@@ -68,4 +68,20 @@ def define_device(text: str, options: FixOptions) -> str:
         context = CodemodContext()
         AddImportsVisitor.add_needed_import(context, "torch")
         module = AddImportsVisitor(context).transform_module(module)
-    return module.code
+    return _splice_insertion(text, original.code, module.code)
+
+
+def _splice_insertion(text: str, roundtrip: str, updated: str) -> str:
+    """Apply only what the transform inserted to the original text.
+
+    LibCST does not reproduce every file byte for byte (a last line of blanks without a newline
+    loses a line), so the rest of the file is taken from the original, not from the regenerated code.
+    """
+    prefix = 0
+    limit = min(len(roundtrip), len(updated))
+    while prefix < limit and roundtrip[prefix] == updated[prefix]:
+        prefix += 1
+    inserted = len(updated) - len(roundtrip)
+    if inserted <= 0 or updated[prefix + inserted:] != roundtrip[prefix:] or text[:prefix] != roundtrip[:prefix]:
+        return updated  # not a pure insertion in a faithfully reproduced part: take the whole result
+    return text[:prefix] + updated[prefix:prefix + inserted] + text[prefix:]

@@ -1,0 +1,117 @@
+"""Fuzzing the core: generated programs never crash devlint, fixes keep them parseable, converge, and touch
+only the fixed ranges (plus the inserted `device`/`import torch` lines).
+
+Bounded for the normal suite; a longer run: DEVLINT_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz.py
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from devlint.config import Config
+from devlint.engine import check_source, fixable, lint_text
+
+hypothesmith = pytest.importorskip("hypothesmith")
+
+EXAMPLES = int(os.environ.get("DEVLINT_FUZZ_EXAMPLES", "100"))
+# DL100 is left out: a fix can make a `noqa` unused (it then removes it, on a line no fix touched).
+CONFIG = Config(select=("ALL",), ignore=("DL100",), fix=True, unsafe_fixes=True)
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+
+NAMES = st.sampled_from(["x", "t", "model", "batch", "device", "self.w", "data", "th", "torch"])
+SNIPPETS = [
+    "{n} = torch.zeros(3).cuda()",
+    "{n} = {n}.cuda({k})",
+    "{n}.cuda(non_blocking=True)",
+    "{n} = torch.load(path)",
+    "{n}.load_state_dict(torch.load(path))",
+    "{n} = th.load(path, map_location=None)",
+    "{n} = torch.randn(2)\n{n}.to(device)",
+    "{n} = torch.cat([a, b])\n{n}.to(device).float()",
+    "[t.to(device) for t in {n}]",
+    "if torch.cuda.is_available():\n    {n} = {n}.cuda()",
+    "{n} = {n}.cuda() if use_cuda else {n}",
+    "if ({n} := torch.ones(1)) is not None:\n    {n}.cuda()",
+    "s = f\"{{{n}.cuda()}}\"",
+    "match {n}:\n    case [a]:\n        a.cuda()\n    case _:\n        pass",
+    "{n}.cuda()  # noqa: DL001",
+    "device = 'cuda'\n{n}.cuda()",
+]
+
+
+@st.composite
+def device_programs(draw) -> str:
+    lines = [draw(st.sampled_from(["import torch", "import torch as th", "import torch.nn as nn", ""]))]
+    for _ in range(draw(st.integers(1, 6))):
+        snippet = draw(st.sampled_from(SNIPPETS)).format(n=draw(NAMES), k=draw(st.sampled_from(["", "0", "device=1"])))
+        wrapper = draw(st.sampled_from(["", "def", "class", "decorated", "nested"]))
+        body = "\n".join("    " + line for line in snippet.splitlines())
+        if wrapper == "def":
+            snippet = f"def f{len(lines)}(a, b, path):\n{body}"
+        elif wrapper == "class":
+            snippet = f"class C{len(lines)}(nn.Module):\n    def forward(self, a, b, path):\n" + "\n".join(
+                "    " + line for line in body.splitlines())
+        elif wrapper == "decorated":
+            snippet = f"@decorator\ndef g{len(lines)}(a, b, path):\n{body}"
+        elif wrapper == "nested":
+            snippet = f"def outer{len(lines)}():\n    def inner(a, b, path):\n" + "\n".join(
+                "    " + line for line in body.splitlines()) + "\n    return inner"
+        lines.append(snippet)
+    return "\n".join(lines) + "\n"
+
+
+def _check(source: str) -> None:
+    result = check_source("fuzz.py", source.encode(), CONFIG)
+    if result.error is not None:
+        assert not result.error.internal, result.error.message  # syntax errors are fine, devlint bugs are not
+        return
+    fixed = result.fixed_source
+    if fixed is None:
+        return
+    cst.parse_module(fixed)
+    try:
+        compile(source, "original", "exec")
+    except SyntaxError:
+        pass
+    else:
+        compile(fixed, "fixed", "exec")
+    again = check_source("fuzz.py", fixed.encode(), CONFIG)
+    assert again.fixed_source is None, "a second --fix changed the file"
+    # The change stays inside the fixed findings' lines, plus inserted definition lines.
+    touched: set[int] = set()
+    for finding in lint_text(source, CONFIG):
+        if fixable(finding, CONFIG):
+            touched.update(range(finding.start.line, finding.end.line + 1))
+            touched.update(finding.suppress_lines)
+    matcher = difflib.SequenceMatcher(a=source.splitlines(), b=fixed.splitlines(), autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            assert set(range(a1 + 1, a2 + 1)) <= touched, (tag, source.splitlines()[a1:a2])
+        if tag == "insert":
+            for line in fixed.splitlines()[b1:b2]:
+                assert re.fullmatch(r"(import torch|device = .*|)", line), line
+
+
+@FUZZ
+@given(device_programs())
+def test_device_programs(source):
+    _check(source)
+
+
+@FUZZ
+@given(hypothesmith.from_grammar())
+def test_generated_programs(source):
+    _check(source)
+
+
+@FUZZ
+@given(hypothesmith.from_grammar(), device_programs())
+def test_generated_programs_mixed_with_device_patterns(generated, device):
+    _check(device + generated)
