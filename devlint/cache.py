@@ -85,7 +85,7 @@ def _finding(raw: dict) -> Finding:
                   tuple(Edit(_position(e["start"]), _position(e["end"]), e["content"]) for e in fix["edits"]),
                   bool(fix["needs_device"]))
     return Finding(raw["code"], raw["name"], raw["message"], _position(raw["start"]), _position(raw["end"]), fix,
-                   tuple(raw.get("suppress_lines", ())))
+                   tuple(raw.get("suppress_lines", ())), raw.get("cell"))
 
 
 def settings_key(config) -> str:

@@ -33,6 +33,14 @@ class FixDidNotConverge(Exception):
 
 def check_source(path: str, data: bytes, config: Config) -> FileResult:
     """Check (and, with config.fix, fix) one file's bytes. Errors are returned, never raised."""
+    if path.endswith(".ipynb"):
+        from devlint.notebook import check_notebook
+
+        try:
+            with _deep_recursion():
+                return check_notebook(path, data, config)
+        except Exception as exc:  # as for .py files: one line, never a traceback
+            return FileResult(path, error=FileError(f"internal error: {type(exc).__name__}: {exc}", internal=True))
     result = FileResult(path)
     try:
         decoded = decode(data)

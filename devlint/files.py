@@ -13,7 +13,7 @@ DEFAULT_EXCLUDES = frozenset({
     ".vscode", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages",
     "venv", "__pycache__", ".devlint_cache",
 })
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass(frozen=True)

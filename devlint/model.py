@@ -46,6 +46,7 @@ class Finding:
     fix: Fix | None = None
     # Other lines whose `# noqa` silences this finding: the last line of a multi-line statement.
     suppress_lines: tuple[int, ...] = ()
+    cell: int | None = None  # in a notebook: the cell (1-based, among all cells); lines count within it
 
 
 @dataclass(frozen=True)

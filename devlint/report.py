@@ -12,7 +12,8 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 def finding_line(path: str, finding: Finding) -> str:
     marker = " [*]" if finding.fix and finding.fix.applicability is Applicability.SAFE and finding.fix.edits else ""
-    return f"{path}:{finding.start.line}:{finding.start.column + 1}: {finding.code}{marker} {finding.message}"
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{path}:{cell}{finding.start.line}:{finding.start.column + 1}: {finding.code}{marker} {finding.message}"
 
 
 def error_line(result: FileResult) -> str:
@@ -75,6 +76,7 @@ def finding_dict(path: str, finding: Finding) -> dict:
         "column": finding.start.column + 1,
         "end_line": finding.end.line,
         "end_column": finding.end.column + 1,
+        "cell": finding.cell,
         "fix": fix,
     }
 

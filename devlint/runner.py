@@ -47,7 +47,7 @@ def check_file(path: str, config: Config, *, write: bool, data: bytes | None = N
             return problem
     result = check_source(path, data, config)
     if write and result.fixed_source is not None and result.error is None:
-        encoding = decode(data).encoding
+        encoding = "utf-8" if path.endswith(".ipynb") else decode(data).encoding
         try:
             write_atomic(path, encode(result.fixed_source, encoding))
         except UnicodeEncodeError as exc:

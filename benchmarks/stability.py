@@ -1,0 +1,91 @@
+"""Stability check on a real corpus (a script; CI runs it through tests/test_stability.py):
+
+    python benchmarks/stability.py                # the torch==2.13.0 wheel's sources
+    python benchmarks/stability.py --corpus DIR   # any folder (it is copied, never modified)
+
+Runs `devlint --fix --unsafe-fixes` on a copy and reports: files, findings per rule, crashes (internal
+errors), files that compiled before and no longer compile after fixing, and fixes still applicable
+after a second pass. Exits 1 unless the last three are all zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus import python_files, torch_sources  # noqa: E402
+
+
+def devlint(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "devlint", "--no-cache", "--exit-zero", *args],
+                          capture_output=True, text=True)
+
+
+def compiles(path: str) -> bool:
+    with open(path, "rb") as handle:
+        data = handle.read()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(data, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return False
+    return True
+
+
+def check(folder: str) -> dict:
+    with tempfile.TemporaryDirectory() as work:
+        copy = os.path.join(work, "corpus")
+        shutil.copytree(folder, copy, symlinks=True)
+        files = python_files(copy)
+        compiled_before = {path for path in files if compiles(path)}
+        started = time.monotonic()
+        before = devlint("--select", "ALL", "--output-format", "json", copy)
+        findings = json.loads(before.stdout or "[]")
+        fixed = devlint("--select", "ALL", "--fix", "--unsafe-fixes", copy)
+        elapsed = time.monotonic() - started
+        second = devlint("--select", "ALL", "--unsafe-fixes", "--diff", copy)
+        crashes = [line for run in (before, fixed, second) for line in run.stderr.splitlines()
+                   if "internal error" in line]
+        broken = sorted(os.path.relpath(p, copy) for p in compiled_before if not compiles(p))
+        return {
+            "files": len(files),
+            "findings per rule": dict(sorted(collections.Counter(f["code"] for f in findings).items())),
+            "files not parsed (bad input)": len([line for line in before.stderr.splitlines() if ": error:" in line
+                                                 and "internal error" not in line]),
+            "crashes": crashes,
+            "files no longer compiling after --fix": broken,
+            "fixes left after a second pass": second.stdout.count("\n+++ "),
+            "seconds (lint + fix)": round(elapsed, 1),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", help="a folder of Python files (default: the torch wheel's sources)")
+    args = parser.parse_args(argv)
+    folder = os.path.abspath(args.corpus) if args.corpus else torch_sources()
+    report = check(folder)
+    print(f"corpus: {folder}")
+    for key, value in report.items():
+        shown = len(value) if isinstance(value, list) else value
+        print(f"  {key:40} {shown}")
+        if isinstance(value, list):
+            for item in value[:20]:
+                print(f"      {item}")
+    failed = report["crashes"] or report["files no longer compiling after --fix"] or report[
+        "fixes left after a second pass"]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

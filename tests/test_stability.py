@@ -1,0 +1,35 @@
+"""The stability check (benchmarks/stability.py): no crash, nothing left uncompilable, nothing left to fix."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import stability  # noqa: E402
+
+
+def _assert_stable(report: dict) -> None:
+    assert report["crashes"] == []
+    assert report["files no longer compiling after --fix"] == []
+    assert report["fixes left after a second pass"] == 0
+
+
+def test_on_the_golden_fixtures():
+    report = stability.check(str(ROOT / "tests" / "fixtures"))
+    _assert_stable(report)
+    assert report["findings per rule"]["DL003"] > 10
+
+
+@pytest.mark.slow
+def test_on_the_torch_sources(capsys):
+    """About 2,300 real files from the pinned CPU torch wheel (downloaded from the registry once)."""
+    report = stability.check(stability.torch_sources())
+    with capsys.disabled():
+        print(f"\ntorch sources stability: {report}")
+    _assert_stable(report)
+    assert report["files"] > 2000
