@@ -31,7 +31,7 @@ def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool) 
     findings = [f for r in results for f in r.findings]
     fixed = sum(len(r.applied) for r in results)
     if findings:
-        noun = "error" if len(findings) == 1 else "errors"
+        noun = "error" if len(findings) + fixed == 1 else "errors"
         lines.append(f"Found {len(findings) + fixed} {noun} ({fixed} fixed, {len(findings)} remaining)." if fixed
                      else f"Found {len(findings)} {noun}.")
         safe = sum(1 for f in findings if _applicable(f, Applicability.SAFE))

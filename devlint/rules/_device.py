@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.context import FileContext
-from devlint.syntax import dotted_name
+from devlint.syntax import dotted_name, string_value
 
 
 def device_expression(options_expression: str, torch_name: str) -> str:
@@ -97,7 +97,8 @@ def _imports_torch(statement: cst.CSTNode) -> bool:
 def _is_device_binding(ctx: FileContext, assignment, use: cst.CSTNode) -> bool:
     node = assignment.node
     if isinstance(node, cst.Param):
-        return True
+        # `device="cuda:1"` as a default would silently pick another GPU than `.cuda()` did
+        return node.default is None or string_value(node.default) is None
     if not isinstance(node, cst.Name):
         return False
     parent = ctx.parent(node)

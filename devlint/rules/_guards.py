@@ -33,6 +33,7 @@ NOTHING = (False, False)
 
 _NEGATIONS = {"no", "not", "disable", "disabled", "without", "skip", "dont", "never"}
 _COUNT_WORDS = {"n", "num", "count", "number", "ngpu", "ngpus", "gpus", "nb"}
+_NOT_TESTS = {"cuda", "to", "cpu", "half", "float", "type", "set_device", "synchronize", "device"}
 _EXIT_CALLS = {"exit", "quit", "_exit", "skip", "skipTest", "fail", "exit_with_error"}
 
 
@@ -141,6 +142,8 @@ class CudaGuards:
             if name.endswith(".startswith") and isinstance(expr.func, cst.Attribute) and expr.args:
                 prefix = (string_value(expr.args[0].value) or "").lower()
                 return TRUE_ONLY if prefix.startswith(("cuda", "gpu")) else FALSE_ONLY if prefix == "cpu" else NOTHING
+            if name.rsplit(".", 1)[-1] in _NOT_TESTS:
+                return NOTHING  # `x.cuda()` moves a tensor; it tests nothing
             polarity = NOTHING
             for part in name.split("."):
                 candidate = _switch_words_polarity(part)
@@ -192,7 +195,8 @@ class CudaGuards:
             return polarity if positive else _flip(polarity) if negative else NOTHING
         number = _number(other)
         if number is None:
-            return polarity if not negative else NOTHING
+            # `batch == global_batch_per_gpu` compares sizes; only a literal says something about CUDA
+            return NOTHING
         means_gpu = {
             cst.GreaterThan: True,
             cst.GreaterThanEqual: number >= 0,

@@ -40,7 +40,8 @@ class TorchLoadWithoutMapLocation(Rule):
     result lives where it did before. When the loaded object goes straight into `load_state_dict(...)`,
     directly or through a name used only that way, the fix writes `map_location="cpu"`
     (`load_state_dict` copies into the tensors where they already live, and no GPU memory spike or
-    rank-0 pile-up happens); otherwise `map_location=device`. Where `device` names something that is
+    rank-0 pile-up happens), and so it is in data-loading code (a `Dataset` class, `__getitem__`), whose
+    tensors go to DataLoader workers and `.numpy()`; otherwise `map_location=device`. Where `device` names something that is
     not a device, the fix is **display-only**.
 
     ## Options
@@ -105,6 +106,12 @@ class TorchLoadWithoutMapLocation(Rule):
             "m = jit.load('m.pt', map_location=device)\n",
         ),
         Invalid("from torch import *\nx = torch.load(f)\n"),
+        Invalid(
+            "import torch\nclass Digits(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        self.images = torch.load(\n            path\n        )\n",
+            fixed="import torch\nclass Digits(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
+            "        self.images = torch.load(\n            path,\n            map_location=\"cpu\"\n        )\n",
+        ),
         Invalid("import torch\nx = torch.serialization.load(f, None)\n"),
     )
 
@@ -140,7 +147,7 @@ class TorchLoadWithoutMapLocation(Rule):
     def _fix(self, call: cst.Call, given: cst.Arg | None):
         choice = self.ctx.options.map_location
         if choice == "auto":
-            choice = "cpu" if self._feeds_load_state_dict(call) else "device"
+            choice = "cpu" if self._feeds_load_state_dict(call) or self._in_dataset(call) else "device"
         needs_definition = False
         if choice == "cpu":
             value = '"cpu"'
@@ -164,7 +171,12 @@ class TorchLoadWithoutMapLocation(Rule):
         if not args:
             return call.with_changes(args=[new_arg])
         last = args[-1]
-        if isinstance(last.comma, cst.Comma):
+        if not isinstance(last.comma, cst.Comma) and "\n" in _code(last.whitespace_after_arg):
+            # `load(\n    path\n)`: the new argument goes on its own line, before the closing paren
+            separator = cst.Comma(whitespace_after=call.whitespace_before_args)
+            args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+            new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        elif isinstance(last.comma, cst.Comma):
             # A trailing comma: the new argument takes it (and the newline before `)`), the old
             # last one takes the separator used between earlier arguments.
             previous = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
@@ -172,6 +184,17 @@ class TorchLoadWithoutMapLocation(Rule):
             args[-1] = last.with_changes(comma=separator)
             new_arg = new_arg.with_changes(comma=last.comma)
         return call.with_changes(args=[*args, new_arg])
+
+    def _in_dataset(self, call: cst.Call) -> bool:
+        """Data loading code (a Dataset class, `__getitem__`) hands CPU tensors to DataLoader workers."""
+        for ancestor in self.ctx.ancestors(call):
+            if isinstance(ancestor, cst.FunctionDef) and ancestor.name.value in ("__getitem__", "__iter__", "__len__"):
+                return True
+            if isinstance(ancestor, cst.ClassDef) and any(
+                (dotted_name(base.value) or "").endswith("Dataset") for base in ancestor.bases
+            ):
+                return True
+        return False
 
     def _feeds_load_state_dict(self, call: cst.Call) -> bool:
         if self._is_load_state_dict_argument(call):
@@ -207,3 +230,7 @@ class TorchLoadWithoutMapLocation(Rule):
             and call.args[0] is parent
             and (dotted_name(call.func) or "").endswith("load_state_dict")
         )
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
