@@ -20,6 +20,9 @@ class Summary:
     statement_calls: set[str] = field(default_factory=set)  # `attr` of `x.attr(...)` statements (and [... for ...])
     torch_names: set[str] = field(default_factory=set)  # names bound by importing torch or from torch
     star_import: bool = False
+    attributes: set[str] = field(default_factory=set)  # `attr` of every `x.attr` (called or not)
+    # string constants, leading text of f-strings and keyword names that mention "cuda" (any case)
+    cuda_strings: set[str] = field(default_factory=set)
 
 
 class TooComplex(Exception):
@@ -47,6 +50,13 @@ def summarise(text: str) -> Summary | None:
                     summary.call_roots.setdefault(func.attr, set()).add(root.id)
             elif isinstance(func, ast.Name):
                 summary.name_calls.add(func.id)
+            for keyword in node.keywords:
+                if keyword.arg is not None and "cuda" in keyword.arg.lower():
+                    summary.cuda_strings.add(keyword.arg)
+        elif isinstance(node, ast.Attribute):
+            summary.attributes.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "cuda" in node.value.lower():
+            summary.cuda_strings.add(node.value)
         elif isinstance(node, ast.Expr):
             value = node.value.elt if isinstance(node.value, ast.ListComp) else node.value
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):

@@ -21,6 +21,7 @@ EXPECTED_EXAMPLE = [
     ("DL001", 5, 25),
     ("DL002", 6, 23),
     ("DL003", 9, 1),
+    ("DL004", 9, 11),
 ]
 
 
@@ -54,7 +55,7 @@ def test_example_text_output_and_exit_code():
     assert found == [f"{EXAMPLE}:{line}:{col}" for _, line, col in EXPECTED_EXAMPLE]
     codes = [line.split(": ", 1)[1].split()[0] for line in lines if ": DL" in line]
     assert codes == [code for code, _, _ in EXPECTED_EXAMPLE]
-    assert "Found 3 errors." in result.output
+    assert "Found 4 errors." in result.output
 
 
 def test_example_json_output():
@@ -128,10 +129,10 @@ def test_directory_named_like_a_python_file(tmp_path):
 @pytest.mark.parametrize(
     "args, codes",
     [
-        ((), ["DL001", "DL002", "DL003"]),
+        ((), ["DL001", "DL002", "DL003", "DL004"]),
         (("--select", "DL002"), ["DL002"]),
-        (("--select", "DL00"), ["DL001", "DL002", "DL003"]),
-        (("--select", "ALL", "--ignore", "DL001,DL003"), ["DL002"]),
+        (("--select", "DL00"), ["DL001", "DL002", "DL003", "DL004"]),
+        (("--select", "ALL", "--ignore", "DL001,DL003"), ["DL002", "DL004"]),
         (("--ignore", "DL0"), []),
         (("--select", "DL001", "--extend-select", "DL003"), ["DL001", "DL003"]),
     ],
@@ -198,7 +199,7 @@ def test_fix_rewrites_and_second_fix_changes_nothing(tmp_path):
     fixed = path.read_text()
     assert "nn.Linear(4, 2).to(device)" in fixed
     assert 'torch.load("checkpoint.pt", map_location="cpu")' in fixed
-    assert 'inputs = inputs.to("cuda")' in fixed
+    assert "inputs = inputs.to(device)" in fixed
     assert fixed.count("device = torch.device(") == 1
     compile(fixed, str(path), "exec")
     again = run(str(path), "--fix")

@@ -58,7 +58,7 @@ def test_sarif_of_the_readme_example_via_the_cli_validates(tmp_path):
 def test_github_annotations_one_per_finding(results):
     lines = render("github", results).splitlines()
     findings = [line for line in lines if "::DL" in line]
-    assert len(findings) == 3
+    assert len(findings) == 4
     assert findings[0].startswith("::error title=devlint (DL001),file=")
     assert ",line=5,col=25,endLine=5,endColumn=31::DL001 " in findings[0]
     assert any("broken.py" in line and "SyntaxError" in line for line in lines)
@@ -86,13 +86,13 @@ def test_gitlab_fingerprints_are_unique_and_survive_line_shifts(tmp_path):
 def test_junit_counts(results):
     root = ET.fromstring(render("junit", results).split("\n", 1)[1])
     suite = root.find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("5", "3", "1")
-    assert len(suite.findall("testcase/failure")) == 3
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("6", "4", "1")
+    assert len(suite.findall("testcase/failure")) == 4
 
 
 def test_json_lines(results):
     lines = render("json-lines", results).splitlines()
-    assert [json.loads(line)["code"] for line in lines] == ["DL001", "DL002", "DL003"]
+    assert [json.loads(line)["code"] for line in lines] == ["DL001", "DL002", "DL003", "DL004"]
 
 
 def test_full_shows_the_code_a_caret_under_the_span_and_the_fix(results):

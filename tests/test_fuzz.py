@@ -43,6 +43,20 @@ SNIPPETS = [
     "match {n}:\n    case [a]:\n        a.cuda()\n    case _:\n        pass",
     "{n}.cuda()  # noqa: DL001",
     "device = 'cuda'\n{n}.cuda()",
+    "{n} = torch.zeros(3, device='cuda')",
+    "{n} = {n}.to('cuda:1', non_blocking=True)",
+    "{n} = torch.load(path, map_location=lambda storage, loc: storage.cuda())",
+    "{n} = torch.device('cuda')",
+    "{n} = torch.cuda.FloatTensor(2, {n}.size(0))",
+    "{n} = torch.cuda.LongTensor([1, 2])",
+    "{n} = {n}.type(torch.cuda.HalfTensor)",
+    "torch.set_default_tensor_type('torch.cuda.FloatTensor')",
+    "with torch.cuda.amp.autocast(False):\n    {n} = {n} + 1",
+    "scaler = torch.cuda.amp.GradScaler(init_scale=2.0)",
+    "@torch.cuda.amp.custom_fwd\ndef fwd(ctx, {n}):\n    return {n}",
+    "{n} = nn.DataParallel({n}, device_ids=[0, 1])",
+    "import os\nos.environ['CUDA_VISIBLE_DEVICE'] = '0'",
+    "torch.cuda.synchronize()\n{n} = torch.cuda.current_device()",
 ]
 
 
@@ -86,8 +100,20 @@ def _check(source: str) -> None:
     assert again.fixed_source is None, "a second --fix changed the file"
     # The change stays inside the fixed findings' lines, plus inserted definition lines.
     touched: set[int] = set()
-    for finding in lint_text(source, CONFIG):
-        if fixable(finding, CONFIG):
+    findings = lint_text(source, CONFIG)
+    # Fixes that are display-only in the first pass may become fixable in the next one: DL004 gives
+    # `device = "cuda"` a CPU fallback (`device` then holds a device), and an inserted device definition
+    # imports torch (which a fix writing `torch.` needs).
+    rebinds_device = any(f.code == "DL004" and fixable(f, CONFIG) for f in findings)
+    imports_torch = any(fixable(f, CONFIG) and f.fix.needs_device for f in findings)
+
+    def unblocked(finding) -> bool:
+        title = finding.fix.title if finding.fix is not None else ""
+        return (rebinds_device and "`device` is bound to something else" in title) or (
+            imports_torch and "torch is not imported" in title)
+
+    for finding in findings:
+        if fixable(finding, CONFIG) or unblocked(finding):
             touched.update(range(finding.start.line, finding.end.line + 1))
             touched.update(finding.suppress_lines)
     matcher = difflib.SequenceMatcher(a=source.splitlines(), b=fixed.splitlines(), autojunk=False)

@@ -155,3 +155,56 @@ def test_discarded_move_is_observable_through_the_meta_device(tmp_path):
     assert "batch = batch.to(device)" in script.read_text()
     after = python(script, tmp_path)
     assert after.returncode == 0 and after.stdout.strip() == "meta"
+
+
+HARDCODED = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1).to("cuda")
+    x = torch.randn(16, 4, device="cuda:0")
+    w = torch.cuda.FloatTensor(4, 1).fill_(0.5)
+    ids = torch.cuda.LongTensor([0, 1, 2])
+    y = x.type(torch.cuda.FloatTensor)
+    scaler = torch.cuda.amp.GradScaler(enabled=False)
+    with torch.cuda.amp.autocast(enabled=False):
+        out = model(y) + x[ids].sum() + (y @ w).sum()
+    print(f"{out.sum().item():.6f} {scaler.is_enabled()} {ids.dtype} {w.dtype}")
+    """
+)
+HARDCODED_AGNOSTIC = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1)
+    x = torch.randn(16, 4)
+    w = torch.full((4, 1), 0.5)
+    ids = torch.tensor([0, 1, 2])
+    y = x.float()
+    out = model(y) + x[ids].sum() + (y @ w).sum()
+    print(f"{out.sum().item():.6f} False {ids.dtype} {w.dtype}")
+    """
+)
+
+
+def test_hard_coded_devices_types_and_amp(tmp_path):
+    """DL004 (device strings), DL005 (legacy CUDA types) and DL006 (torch.cuda.amp), fixed together."""
+    script = write(tmp_path / "train.py", HARDCODED)
+    before = python(script, tmp_path)
+    assert before.returncode != 0 and "Torch not compiled with CUDA enabled" in before.stderr
+    fixed = devlint(tmp_path, "train.py", "--fix", "--unsafe-fixes")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    source = script.read_text()
+    assert "torch.cuda" not in source.replace("torch.cuda.is_available()", "")
+    assert "torch.empty(4, 1, dtype=torch.float32, device=device)" in source
+    assert "torch.amp.autocast(device.type, enabled=False)" in source
+    after = python(script, tmp_path)
+    expected = python(write(tmp_path / "agnostic.py", HARDCODED_AGNOSTIC), tmp_path)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == expected.stdout and after.stdout.strip()
+    assert devlint(tmp_path, "train.py", "--fix", "--unsafe-fixes").returncode == 0
+    assert script.read_text() == source  # a second --fix changes nothing

@@ -239,6 +239,19 @@ class CudaGuards:
                 if isinstance(parent, cst.ClassDef) and self._has_pytestmark(parent.body.body):
                     return True
             return child is parent.body and any(self._decorator_guards(d.decorator) for d in parent.decorators)
+        if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and child.keyword is None:
+            return self._param_with_guarding_marks(parent)
+        return False
+
+    def _param_with_guarding_marks(self, call: cst.Call) -> bool:
+        """`pytest.param(torch.device("cuda"), marks=pytest.mark.skipif(not torch.cuda.is_available(), ...))`."""
+        if (dotted_name(call.func) or "").rsplit(".", 1)[-1] != "param":
+            return False
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "marks":
+                marks = arg.value.elements if isinstance(arg.value, (cst.List, cst.Tuple)) else None
+                values = [e.value for e in marks] if marks is not None else [arg.value]
+                return any(self._decorator_guards(v) for v in values)
         return False
 
     @cached_property

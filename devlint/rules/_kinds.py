@@ -193,6 +193,8 @@ class KindInference:
     def _qualified_call_kind(self, name: str, call: cst.Call) -> Kind:
         if name.startswith("torch."):
             tail = name[len("torch."):]
+            if tail.startswith("cuda.") and tail.endswith("Tensor"):
+                tail = tail[len("cuda."):]  # the legacy CUDA types: torch.cuda.FloatTensor(2, 3)
             if tail in TORCH_TENSOR_FUNCTIONS or name.startswith(TORCH_TENSOR_NAMESPACES):
                 return TENSOR
             if name.startswith("torch.nn.") and name not in ("torch.nn.Module",):

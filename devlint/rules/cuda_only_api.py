@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.model import Applicability
+from devlint.rule import Invalid, Rule
+from devlint.rules._hardcoded import qualified, written_torch_root
+from devlint.syntax import last_component
+
+# torch.cuda functions that raise without CUDA (checked on the CPU build of torch 2.13), and the
+# torch.accelerator function (torch >= 2.6) that does the same on any accelerator, where there is one.
+_RAISING = {
+    "synchronize": "synchronize",
+    "current_device": "current_device_index",
+    "set_device": "set_device_index",
+    "get_device_name": None,
+    "get_device_properties": None,
+    "get_device_capability": None,
+    "mem_get_info": None,
+    "current_stream": None,
+    "default_stream": None,
+    "reset_peak_memory_stats": None,
+    "Event": None,
+    "Stream": None,
+}
+_QUALIFIED = frozenset(f"torch.cuda.{name}" for name in _RAISING)
+
+
+class CudaOnlyApi(Rule):
+    """
+    ## What it does
+    Flags calls of `torch.cuda` functions that raise without CUDA, outside a CUDA condition:
+    `torch.cuda.synchronize()`, `set_device`, `current_device`, `get_device_name`,
+    `get_device_properties`, `get_device_capability`, `mem_get_info`, `current_stream`,
+    `default_stream`, `reset_peak_memory_stats`, `Event` and `Stream` (through any import alias).
+
+    Off by default: 229 findings on the test corpus (NeMo 206, fairseq 12, pytorch/examples 5, mmcv 3,
+    nanoGPT 3). Every sampled call does raise without CUDA, but 23 of 25 sampled sit in code that only
+    ever runs with CUDA without a condition devlint can see (NCCL set-up, CUDA-graph decoding,
+    Megatron inference, CUDA kernels). Turn it on with `--extend-select DL015` for code meant to run
+    anywhere.
+
+    ## Why is this bad?
+    Unlike `torch.cuda.is_available()` or `torch.cuda.empty_cache()`, these need a CUDA device:
+    on a CPU-only build `torch.cuda.synchronize()` raises `AssertionError: Torch not compiled with
+    CUDA enabled`, `torch.cuda.set_device(0)` an `AttributeError`, `torch.cuda.Event()` a
+    `RuntimeError`. Timing code (`synchronize`, `Event(enable_timing=True)`) and device selection
+    are the usual way a script that otherwise runs on a CPU or a Mac dies.
+
+    ## Example
+    ```python
+    torch.cuda.set_device(local_rank)
+    torch.cuda.synchronize()
+    ```
+
+    ## Use instead
+    ```python
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)
+        torch.cuda.synchronize()
+    ```
+    or, on PyTorch 2.6 and later, the vendor-neutral `torch.accelerator.set_device_index(local_rank)`
+    and `torch.accelerator.synchronize()` (CUDA, MPS, XPU, ...).
+
+    ## Fix safety
+    `torch.cuda.synchronize(...)` becomes `torch.accelerator.synchronize(...)`,
+    `torch.cuda.current_device()` becomes `torch.accelerator.current_device_index()` and
+    `torch.cuda.set_device(i)` becomes `torch.accelerator.set_device_index(i)`. These are **unsafe**:
+    they need PyTorch 2.6 or later, and they work on any accelerator but still raise on a machine with
+    none (`RuntimeError: Cannot access accelerator device when none is available`), so a guard may
+    still be needed. The other calls have no device-neutral equivalent that runs without an
+    accelerator (`torch.Event` cannot be recorded on the CPU): their fix is **display-only** (guard them).
+
+    ## Not flagged
+    - Calls that work without CUDA: `torch.cuda.is_available()`, `torch.cuda.device_count()`,
+      `torch.cuda.empty_cache()`, `torch.cuda.manual_seed(0)`, `torch.cuda.manual_seed_all(0)`,
+      `torch.cuda.memory_allocated()`, `torch.cuda.max_memory_allocated()`.
+    - `torch.cuda.stream(s)`: a no-op without CUDA.
+    - Code under a CUDA condition (same guards as DL001), e.g.
+      `if torch.cuda.is_available(): torch.cuda.synchronize()`, `if device.type == "cuda":`.
+    - References that are not calls: `sync = torch.cuda.synchronize`.
+
+    ## References
+    - [torch.accelerator](https://pytorch.org/docs/stable/accelerator.html)
+    - [CUDA semantics](https://pytorch.org/docs/stable/notes/cuda.html)
+    """
+
+    code = "DL015"
+    name = "cuda-only-api"
+    message = "this `torch.cuda` call raises without CUDA; guard it or use `torch.accelerator`"
+    default_enabled = False
+
+    VALID = (
+        "import torch\nok = torch.cuda.is_available()\nn = torch.cuda.device_count()\ntorch.cuda.empty_cache()\n"
+        "torch.cuda.manual_seed(0)\ntorch.cuda.manual_seed_all(0)\n",
+        "import torch\nused = torch.cuda.memory_allocated()\npeak = torch.cuda.max_memory_allocated()\n",
+        "import torch\nwith torch.cuda.stream(s):\n    y = f(x)\n",
+        "import torch\nif torch.cuda.is_available(): torch.cuda.synchronize()\n",
+        'import torch\nif device.type == "cuda":\n    start = torch.cuda.Event(enable_timing=True)\n',
+        "import torch\nsync = torch.cuda.synchronize\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\ntorch.cuda.synchronize()\n",
+            fixed="import torch\ntorch.accelerator.synchronize()\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch as th\ndef setup(rank):\n    th.cuda.set_device(rank)\n    return th.cuda.current_device()\n",
+            fixed="import torch as th\ndef setup(rank):\n    th.accelerator.set_device_index(rank)\n"
+            "    return th.accelerator.current_device_index()\n",
+            unsafe=True,
+            count=2,
+        ),
+        Invalid("import torch\ntorch.cuda.synchronize()\n", fixed="import torch\ntorch.cuda.synchronize()\n"),
+        Invalid("import torch\nstart = torch.cuda.Event(enable_timing=True)\n"),
+        Invalid("from torch.cuda import get_device_name\nprint(get_device_name(0))\n"),
+        Invalid("from torch import cuda\ncuda.synchronize()\n", fixed="from torch import cuda\ncuda.synchronize()\n",
+                unsafe=True),
+    )
+
+    @staticmethod
+    def could_match(summary) -> bool:
+        calls = summary.attribute_calls | summary.name_calls
+        return bool(calls & set(_RAISING) or summary.name_calls & summary.torch_names or summary.star_import)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        last = last_component(func) or ""
+        if last not in _RAISING and not isinstance(func, cst.Name):
+            return
+        if self.ctx.guards.is_guarded(node):
+            return
+        found = qualified(self.ctx, func, _QUALIFIED)
+        if found is None:
+            return
+        short = found.rsplit(".", 1)[-1]
+        message = f"`torch.cuda.{short}` raises without CUDA; guard it with `torch.cuda.is_available()`"
+        self.report(node, message, self._fix(node, short))
+
+    def _fix(self, call: cst.Call, short: str):
+        replacement = _RAISING[short]
+        if replacement is None:
+            return self.display_only(f"Guard `torch.cuda.{short}(...)` with `if torch.cuda.is_available():`")
+        title = f"Use `torch.accelerator.{replacement}` (PyTorch >= 2.6; still raises without an accelerator)"
+        torch = written_torch_root(call.func)
+        if torch is None:
+            return self.display_only(title)
+        return self.fix(title, Applicability.UNSAFE, self.replace(call.func, f"{torch}.accelerator.{replacement}"))
