@@ -90,5 +90,5 @@ def _finding(raw: dict) -> Finding:
 
 def settings_key(config) -> str:
     """Everything besides the file's bytes that changes what a check reports."""
-    return repr((sorted(r.code for r in config.rules()), config.per_file_ignores, config.fix_options,
+    return repr((sorted(config.codes()), config.per_file_ignores, config.fix_options,
                  config.ignore_noqa, config.max_file_size))

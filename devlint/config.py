@@ -6,14 +6,22 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import pathspec
-
-from devlint.context import FixOptions
-from devlint.rules import ALL_RULES
+# Nothing here may import LibCST (directly or through a rule module): a fully cached run only reads
+# the settings, hashes files and prints what the cache holds. Rule classes are imported on demand.
+from devlint.rules import RULES, rule_classes
 
 
 class ConfigError(Exception):
     """Bad settings; the message names the option or file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class FixOptions:
+    """What the fixer writes; shared by every rule that needs a device."""
+
+    device_name: str = "device"
+    device_expression: str = "cuda"  # 'cuda', 'accelerator', or a Python expression
+    map_location: str = "auto"  # 'auto', 'device' or 'cpu'
 
 
 @dataclass(frozen=True)
@@ -32,35 +40,45 @@ class Config:
     add_noqa: bool = False
 
     def rules(self):
-        """The selected rule classes, in code order."""
+        """The selected rule classes, in code order (importing them loads LibCST)."""
+        return rule_classes(self._selected)
+
+    def codes(self) -> tuple[str, ...]:
+        """The selected rule codes, in code order; imports no rule module."""
         return self._selected
 
     @cached_property
-    def _selected(self):
-        chosen = {r.code for r in ALL_RULES if r.default_enabled} if self.select is None else set()
+    def _selected(self) -> tuple[str, ...]:
+        chosen = {r.code for r in RULES if r.default_enabled} if self.select is None else set()
         for code in (*(self.select or ()), *self.extend_select):
             chosen |= _matching(code, "--select")
         for code in self.ignore:
             chosen -= _matching(code, "--ignore")
         for _, codes in self.per_file_ignores:
             validate_codes(codes, "per-file-ignores")
-        return tuple(r for r in ALL_RULES if r.code in chosen)
+        return tuple(r.code for r in RULES if r.code in chosen)
 
     def rules_for(self, path: str):
         """The selected rules minus those `per-file-ignores` turns off for this file."""
-        rules = self._selected
+        return rule_classes(self.codes_for(path))
+
+    def codes_for(self, path: str) -> tuple[str, ...]:
+        """The codes of `rules_for(path)`; imports no rule module."""
+        codes = self._selected
         if not self.per_file_ignores:
-            return rules
+            return codes
         relative = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root)).replace(os.sep, "/")
         ignored: set[str] = set()
-        for spec, codes in self._per_file_specs:
+        for spec, listed in self._per_file_specs:
             if spec.match_file(relative):
-                for code in codes:
+                for code in listed:
                     ignored |= _matching(code, "per-file-ignores")
-        return tuple(r for r in rules if r.code not in ignored)
+        return tuple(c for c in codes if c not in ignored)
 
     @cached_property
     def _per_file_specs(self):
+        import pathspec
+
         return [(pathspec.GitIgnoreSpec.from_lines([glob]), codes) for glob, codes in self.per_file_ignores]
 
 
@@ -73,10 +91,10 @@ def validate_codes(codes, where: str) -> None:
 def _matching(selector: str, option: str) -> set[str]:
     selector = selector.strip().upper()
     if selector == "ALL":
-        return {r.code for r in ALL_RULES}
-    codes = {r.code for r in ALL_RULES if r.code.startswith(selector) or r.name.upper() == selector}
+        return {r.code for r in RULES}
+    codes = {r.code for r in RULES if r.code.startswith(selector) or r.name.upper() == selector}
     if not codes:
-        known = ", ".join(r.code for r in ALL_RULES)
+        known = ", ".join(r.code for r in RULES)
         raise ConfigError(f"{option}: unknown rule code or prefix {selector!r} (known: {known}, ALL)")
     return codes
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # not re-exported; needed to render at an indentation
 from libcst.metadata import Assignment, MetadataWrapper, PositionProvider, Scope, ScopeProvider
 
+from devlint.config import FixOptions  # defined with the settings, which must not import LibCST
 from devlint.model import Position
 from devlint.syntax import dotted_name, module_torch_alias, walk
 
@@ -20,15 +20,6 @@ class _Everything(frozenset):
 
 
 _EVERYTHING = _Everything()
-
-
-@dataclass(frozen=True)
-class FixOptions:
-    """What the fixer writes; shared by every rule that needs a device."""
-
-    device_name: str = "device"
-    device_expression: str = "cuda"  # 'cuda', 'accelerator', or a Python expression
-    map_location: str = "auto"  # 'auto', 'device' or 'cpu'
 
 
 class FileContext:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
-
-import pathspec
 
 DEFAULT_EXCLUDES = frozenset({
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -30,8 +29,8 @@ def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude:
     errors: list[tuple[str, str]] = []
     seen: set[str] = set()
 
-    def add(path: str) -> None:
-        key = os.path.realpath(path)
+    def add(path: str, key: str | None = None) -> None:
+        key = os.path.realpath(path) if key is None else key
         if key not in seen:
             seen.add(key)
             files.append(path)
@@ -41,8 +40,8 @@ def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude:
     excluded = _Excluded(patterns, root, names)
     for path in paths:
         if os.path.isdir(path):
-            for found in _walk(path, errors, excluded):
-                add(found)
+            for found, key in _walk(path, errors, excluded):
+                add(found, key)
         elif os.path.lexists(path):
             add(path)  # explicit files are checked whatever their name; reading may still fail
         else:
@@ -50,29 +49,110 @@ def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude:
     return Discovered(files, errors)
 
 
+def _relative(path: str, directory: str) -> str:
+    """os.path.relpath(path, directory) for a normalised absolute `path` under the normalised
+    absolute `directory`, without relpath's cost (it normalises both and splits them)."""
+    if len(directory) > 1 and path.startswith(directory) and path[len(directory):len(directory) + 1] == os.sep:
+        return path[len(directory) + 1:]
+    return os.path.relpath(path, directory)
+
+
+class _Matcher:
+    """A compiled GitIgnoreSpec, answering exactly as its match_file does, but first asking one
+    regular expression that joins all its patterns whether any pattern matches at all: most paths
+    match none, and then the spec cannot exclude them (an unmatched path is never excluded)."""
+
+    def __init__(self, lines) -> None:
+        import pathspec
+        from pathspec.util import normalize_file
+
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        self.normalize = normalize_file
+        self.any_pattern = _any_pattern(self.spec)
+
+    def __call__(self, relative: str) -> bool:
+        if self.any_pattern is not None and self.any_pattern.search(self.normalize(relative)) is None:
+            return False
+        return self.spec.match_file(relative)
+
+
+_DIR_GROUP = "(?P<ps_d>"  # the one named group in pathspec's gitignore regexes
+_ANY_FOLDER = "^(?:.+/)?"  # how they start for a pattern without a slash
+
+
+def _any_pattern(spec) -> re.Pattern | None:
+    """One regex matching a path when any of the spec's (non-null) patterns' regexes does, or None
+    when the patterns are not all plain `re` patterns that can be joined safely."""
+    parts: list[str] = []
+    flags = None
+    for pattern in spec.patterns:
+        if pattern.include is None:
+            continue  # a no-op pattern (a comment, a blank line): never decides anything
+        regex = getattr(pattern, "regex", None)
+        if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str):
+            return None
+        if flags is None:
+            flags = regex.flags
+        elif regex.flags != flags:
+            return None
+        source = regex.pattern
+        # Capture groups would clash once joined: the directory marker is made non-capturing, and
+        # only when it is provably the sole group (its text appears once and the regex has one group).
+        if regex.groups == 0 and "(?P" not in source:
+            parts.append(source)
+        elif (regex.groups == 1 and regex.groupindex == {"ps_d": 1} and source.count("(?P") == 1
+              and source.count(_DIR_GROUP) == 1):
+            parts.append(source.replace(_DIR_GROUP, "(?:"))
+        else:
+            return None
+    if not parts:
+        return re.compile(r"(?!)")  # no pattern: nothing matches
+    # Most patterns match a name in any folder: `^(?:.+/)?NAME...`. Sharing that prefix tries each
+    # folder boundary once for all of them rather than once per pattern (about 4x faster).
+    anywhere = [part[len(_ANY_FOLDER):] for part in parts if part.startswith(_ANY_FOLDER)]
+    others = [f"(?:{part})" for part in parts if not part.startswith(_ANY_FOLDER)]
+    if anywhere:
+        others.insert(0, f"(?:{_ANY_FOLDER}(?:{'|'.join(f'(?:{rest})' for rest in anywhere)}))")
+    try:
+        joined = re.compile("|".join(others), flags)
+    except re.error:
+        return None
+    return joined if joined.groups == 0 else None
+
+
 class _Excluded:
     def __init__(self, patterns: list[str], root: str, names: frozenset[str]) -> None:
         self.names = names
         self.root = os.path.abspath(root)
-        self.spec = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
+        self.match = _Matcher(patterns) if patterns else None
 
-    def __call__(self, path: str, is_dir: bool) -> bool:
+    def __call__(self, path: str, is_dir: bool, absolute: str | None = None) -> bool:
+        """`absolute`, when given, is os.path.abspath(path)."""
         name = os.path.basename(path)
         if name in self.names or (is_dir and name.endswith(".egg-info") and self.names):
             return True
-        if self.spec is None:
+        if self.match is None:
             return False
-        relative = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
-        return self.spec.match_file(relative + ("/" if is_dir else ""))
+        absolute = os.path.abspath(path) if absolute is None else absolute
+        relative = _relative(absolute, self.root).replace(os.sep, "/")
+        return self.match(relative + ("/" if is_dir else ""))
 
 
 def _walk(root: str, errors: list[tuple[str, str]], excluded: _Excluded):
+    """(path, os.path.realpath(path)) for each Python file under `root` that is not excluded."""
     ignores = _GitIgnores(root)
     visited: set[tuple[int, int]] = set()
+    # The real path of each folder to walk, from its parent's: one lstat per entry instead of one
+    # per path component (what os.path.realpath costs).
+    real = {root: os.path.realpath(root)}
 
     def on_error(exc: OSError) -> None:
         errors.append((exc.filename or root, exc.strerror or str(exc)))
 
+    def real_path(path: str, parent: str, name: str) -> str:
+        return os.path.realpath(path) if os.path.islink(path) else os.path.join(parent, name)
+
+    join = os.path.join
     for directory, subdirs, filenames in os.walk(root, onerror=on_error, followlinks=True):
         stat = os.stat(directory)
         if (stat.st_dev, stat.st_ino) in visited:  # a symlink loop
@@ -80,23 +160,35 @@ def _walk(root: str, errors: list[tuple[str, str]], excluded: _Excluded):
             continue
         visited.add((stat.st_dev, stat.st_ino))
         ignores.enter(directory)
-        subdirs[:] = sorted(
-            d for d in subdirs
-            if not excluded(os.path.join(directory, d), True)
-            and not ignores.ignored(os.path.join(directory, d), is_dir=True)
-        )
+        absolute = os.path.abspath(directory)
+        real_directory = real.pop(directory, None) or os.path.realpath(directory)
+        kept = []
+        for d in subdirs:
+            path = join(directory, d)
+            full = join(absolute, d)
+            if not excluded(path, True, full) and not ignores.ignored(full, is_dir=True):
+                kept.append(d)
+                real[path] = real_path(path, real_directory, d)
+        subdirs[:] = sorted(kept)
         for name in sorted(filenames):
-            path = os.path.join(directory, name)
-            if (name.endswith(PYTHON_SUFFIXES) and not excluded(path, False)
-                    and not ignores.ignored(path, is_dir=False)):
-                yield path
+            if not name.endswith(PYTHON_SUFFIXES):
+                continue
+            path = join(directory, name)
+            full = join(absolute, name)
+            if not excluded(path, False, full) and not ignores.ignored(full, is_dir=False):
+                yield path, real_path(path, real_directory, name)
 
 
 class _GitIgnores:
-    """The .gitignore files from the repository root down to each walked folder."""
+    """The .gitignore files from the repository root down to each walked folder.
+
+    A path is ignored when any .gitignore of a folder above it (from the repository root, among
+    those read so far: the walk is top-down, so all of them) matches it relative to its folder.
+    """
 
     def __init__(self, root: str) -> None:
-        self.specs: dict[str, pathspec.PathSpec] = {}
+        self.read: set[str] = set()  # folders whose .gitignore was looked for
+        self.specs: list[tuple[str, str, _Matcher]] = []  # (folder, folder + os.sep, matcher), found ones
         top = os.path.abspath(root)
         repository = top
         while not os.path.exists(os.path.join(repository, ".git")):
@@ -114,21 +206,22 @@ class _GitIgnores:
 
     def enter(self, directory: str) -> None:
         directory = os.path.abspath(directory)
-        if directory in self.specs:
+        if directory in self.read:
             return
+        self.read.add(directory)
         path = os.path.join(directory, ".gitignore")
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
-                self.specs[directory] = pathspec.GitIgnoreSpec.from_lines(handle)
+                self.specs.append((directory, directory + os.sep, _Matcher(handle)))
         except OSError:
-            self.specs[directory] = None
+            pass
 
     def ignored(self, path: str, is_dir: bool) -> bool:
-        path = os.path.abspath(path)
-        for directory, spec in self.specs.items():
-            if spec is None or not path.startswith(directory + os.sep):
+        """`path` is absolute and normalised (os.path.abspath)."""
+        for directory, prefix, match in self.specs:
+            if not path.startswith(prefix):
                 continue
-            relative = os.path.relpath(path, directory).replace(os.sep, "/")
-            if spec.match_file(relative + ("/" if is_dir else "")):
+            relative = _relative(path, directory).replace(os.sep, "/")
+            if match(relative + ("/" if is_dir else "")):
                 return True
         return False

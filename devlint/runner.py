@@ -3,22 +3,27 @@ are many), reuse cached results, and write fixes back atomically."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import stat
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 
 from devlint.cache import ResultCache
 from devlint.config import Config
 from devlint.model import FileError, FileResult
 from devlint.source import decode, encode, write_atomic
 
-# Forking is the cheapest start on Linux (nothing to re-import); elsewhere the platform's default.
-_CONTEXT = multiprocessing.get_context("fork") if sys.platform == "linux" else None
+# A fully cached run reads, hashes and reports: it imports neither LibCST (see check_file) nor
+# multiprocessing (see _in_workers).
+
 # Below this many files to check, starting worker processes costs more than it saves.
 MIN_FILES_FOR_WORKERS = 16
+
+
+def _mp_context():
+    """Forking is the cheapest start on Linux (nothing to re-import); elsewhere the platform's default."""
+    import multiprocessing
+
+    return multiprocessing.get_context("fork") if sys.platform == "linux" else None
 
 
 def read(path: str, config: Config) -> tuple[bytes | None, FileResult | None]:
@@ -71,7 +76,7 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         if problem is not None:
             results[index] = problem
             continue
-        keys[index] = cache.key(data, tuple(r.code for r in config.rules_for(path)))
+        keys[index] = cache.key(data, config.codes_for(path))
         cached = cache.get(keys[index])
         if cached is not None and not (write and _has_applicable_fix(cached, config)):
             # The source is kept for the formats that quote it (full, gitlab).
@@ -103,11 +108,20 @@ def _check_chunk(paths: list[str], config: Config, write: bool) -> list[FileResu
 
 
 def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> list[FileResult]:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    # Import the checker and the selected rules (LibCST) once here, before forking, rather than in
+    # every worker.
+    import devlint.engine  # noqa: F401
+
+    config.rules()
+    context = _mp_context()
     size = max(1, min(32, len(paths) // (jobs * 8)))
     chunks = [list(range(i, min(i + size, len(paths)))) for i in range(0, len(paths), size)]
     results: dict[int, FileResult] = {}
     suspects: list[int] = []
-    with ProcessPoolExecutor(jobs, mp_context=_CONTEXT) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write): chunk for chunk in chunks}
         for future in as_completed(futures):
             try:
@@ -118,7 +132,7 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> lis
     # alone in a fresh worker, so that only the file that kills it is reported.
     for index in sorted(suspects):
         try:
-            with ProcessPoolExecutor(1, mp_context=_CONTEXT) as pool:
+            with ProcessPoolExecutor(1, mp_context=context) as pool:
                 results[index] = pool.submit(_check_chunk, [paths[index]], config, write).result()[0]
         except BrokenProcessPool:
             results[index] = FileResult(paths[index], error=FileError(
