@@ -38,6 +38,14 @@ def test_definition_follows_a_late_torch_import():
     assert fix(source) == "import os\nos.environ['X'] = '1'\nimport torch\n" + DEVICE + "x = torch.ones(1).to(device)\n"
 
 
+def test_definition_does_not_split_the_import_block_after_a_late_torch_import():
+    source = "import os\n__author__ = 'me'\nimport torch\nimport numpy as np\nx = np.ones(1)\ny = torch.ones(1).cuda()\n"
+    assert fix(source) == (
+        "import os\n__author__ = 'me'\nimport torch\nimport numpy as np\n" + DEVICE
+        + "x = np.ones(1)\ny = torch.ones(1).to(device)\n"
+    )
+
+
 def test_defined_once_for_many_fixes_and_rules():
     source = "import torch\na = torch.ones(1).cuda()\nb = torch.load(p)\ndef f():\n    return torch.ones(1).cuda()\n"
     fixed = fix(source)

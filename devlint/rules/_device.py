@@ -56,13 +56,22 @@ def _definition_reaches(ctx: FileContext, node: cst.CSTNode) -> bool:
 
 def insertion_index(module: cst.Module) -> int:
     """After the docstring, `__future__` imports, the leading import block and the import of torch."""
-    index = 0
     body = list(module.body)
     torch_import = None
     for i, statement in enumerate(body):
         if _imports_torch(statement):
             torch_import = i
             break
+    index = _after_imports(body, 0)
+    if torch_import is not None and torch_import >= index:
+        # torch is imported below other code (`__author__ = ...`): after its import and the imports
+        # right after it, which cannot use `device`, so as not to split that import block
+        index = _after_imports(body, torch_import + 1)
+    return index
+
+
+def _after_imports(body: list[cst.CSTNode], index: int) -> int:
+    """The index of the first statement from `index` on that is not an import (or the docstring)."""
     while index < len(body):
         statement = body[index]
         if isinstance(statement, cst.SimpleStatementLine) and all(
@@ -72,8 +81,6 @@ def insertion_index(module: cst.Module) -> int:
             index += 1
             continue
         break
-    if torch_import is not None and torch_import >= index:
-        index = torch_import + 1
     return index
 
 

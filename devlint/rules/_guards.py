@@ -4,12 +4,14 @@ A *CUDA condition* is an expression whose truth says something about CUDA:
 
 * an availability test: `torch.cuda.is_available()`, `torch.cuda.device_count()`, any call whose
   dotted name mentions cuda/gpu (`has_cuda()`), `x.is_cuda`, a comparison with a "cuda" string
-  (`device.type == "cuda"`, `"cuda" in str(device)`);
+  (`device.type == "cuda"`, `"cuda" in str(device)`), or with the NCCL backend, which needs CUDA
+  (`dist.get_backend() == dist.Backend.NCCL`, `backend == "nccl"`);
 * a user's explicit switch, recognised by its name: `args.cuda`, `use_gpu`, `opt.gpu_ids`, `TEST_CUDA`,
   `args.gpu is not None`, `args.ngpu > 0`; `no_cuda`/`cpu`-style names count inverted;
 * a name assigned from such a test anywhere in the file (`ok = torch.cuda.is_available()`).
 
-`not`, `is None`, `== 0` on counts and `< 0` invert a condition; `and`/`or` combine them.
+`not`, `is None`, `== 0` on counts and `< N` invert a condition (`device_count() < 2` is false only
+with CUDA); `and`/`or` combine them.
 
 Code is *guarded* when it sits in the true branch of a condition that implies CUDA (`if`, conditional
 expression, later operand of `and`, `while`), in the false branch of one whose falsity implies CUDA
@@ -84,6 +86,11 @@ def _mentions_string(node: cst.CSTNode, prefix: str) -> bool:
         children = [a.value for a in node.args] if isinstance(node, cst.Call) else [e.value for e in node.elements]
         return any(_mentions_string(child, prefix) for child in children)
     return False
+
+
+def _is_nccl_constant(node: cst.CSTNode) -> bool:
+    """`dist.Backend.NCCL`: the NCCL process-group backend, which only runs on CUDA."""
+    return (dotted_name(node) or "").endswith("Backend.NCCL")
 
 
 class CudaGuards:
@@ -173,8 +180,10 @@ class CudaGuards:
         left, op, right = expr.left, target.operator, target.comparator
         positive = isinstance(op, (cst.Equal, cst.Is, cst.In))
         negative = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
-        for prefix, result in (("cuda", TRUE_ONLY), ("gpu", TRUE_ONLY), ("cpu", FALSE_ONLY)):
-            if _mentions_string(left, prefix) or _mentions_string(right, prefix):
+        for prefix, result in (("cuda", TRUE_ONLY), ("gpu", TRUE_ONLY), ("nccl", TRUE_ONLY), ("cpu", FALSE_ONLY)):
+            if _mentions_string(left, prefix) or _mentions_string(right, prefix) or (
+                prefix == "nccl" and (_is_nccl_constant(left) or _is_nccl_constant(right))
+            ):
                 if positive:
                     return result
                 if negative:
@@ -200,8 +209,9 @@ class CudaGuards:
         means_gpu = {
             cst.GreaterThan: True,
             cst.GreaterThanEqual: number >= 0,
-            cst.LessThan: False if number <= 1 else None,
-            cst.LessThanEqual: False if number <= 0 else None,
+            # `device_count() < 2` is false only with two GPUs or more: its falsity means CUDA
+            cst.LessThan: False if number >= 1 else None,
+            cst.LessThanEqual: False if number >= 0 else None,
             cst.NotEqual: True if number <= 0 else None,
             cst.Equal: number > 0 or (number == 0 and not _is_count_like(switch)),
         }.get(type(op))

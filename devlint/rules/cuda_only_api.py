@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.model import Applicability
+from devlint.model import Applicability, Edit
 from devlint.rule import Invalid, Rule
 from devlint.rules._hardcoded import qualified, written_torch_root
 from devlint.syntax import last_component
@@ -65,7 +65,8 @@ class CudaOnlyApi(Rule):
     ## Fix safety
     `torch.cuda.synchronize(...)` becomes `torch.accelerator.synchronize(...)`,
     `torch.cuda.current_device()` becomes `torch.accelerator.current_device_index()` and
-    `torch.cuda.set_device(i)` becomes `torch.accelerator.set_device_index(i)`. These are **unsafe**:
+    `torch.cuda.set_device(i)` becomes `torch.accelerator.set_device_index(i)`; a `device=` keyword is
+    passed positionally, since the `torch.accelerator` functions take it positionally only. These are **unsafe**:
     they need PyTorch 2.6 or later, and they work on any accelerator but still raise on a machine with
     none (`RuntimeError: Cannot access accelerator device when none is available`), so a guard may
     still be needed. The other calls have no device-neutral equivalent that runs without an
@@ -77,7 +78,9 @@ class CudaOnlyApi(Rule):
       `torch.cuda.memory_allocated()`, `torch.cuda.max_memory_allocated()`.
     - `torch.cuda.stream(s)`: a no-op without CUDA.
     - Code under a CUDA condition (same guards as DL001), e.g.
-      `if torch.cuda.is_available(): torch.cuda.synchronize()`, `if device.type == "cuda":`.
+      `if torch.cuda.is_available(): torch.cuda.synchronize()`, `if device.type == "cuda":`,
+      `if dist.get_backend() == dist.Backend.NCCL:` (NCCL needs CUDA), a test skipped with
+      `skipif(torch.cuda.device_count() < 2, ...)` or after `if torch.cuda.device_count() < 2: return`.
     - References that are not calls: `sync = torch.cuda.synchronize`.
 
     ## References
@@ -98,6 +101,11 @@ class CudaOnlyApi(Rule):
         "import torch\nif torch.cuda.is_available(): torch.cuda.synchronize()\n",
         'import torch\nif device.type == "cuda":\n    start = torch.cuda.Event(enable_timing=True)\n',
         "import torch\nsync = torch.cuda.synchronize\n",
+        "import torch\nimport torch.distributed as dist\nif dist.get_backend() == dist.Backend.NCCL:\n"
+        "    torch.cuda.set_device(rank)\nif args.backend == 'nccl':\n    torch.cuda.synchronize()\n",
+        "import pytest, torch\n@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='2 gpus')\n"
+        "def test_two():\n    torch.cuda.set_device(1)\n"
+        "def run():\n    if torch.cuda.device_count() < 2: return\n    torch.cuda.synchronize()\n",
     )
     INVALID = (
         Invalid(
@@ -113,7 +121,15 @@ class CudaOnlyApi(Rule):
             count=2,
         ),
         Invalid("import torch\ntorch.cuda.synchronize()\n", fixed="import torch\ntorch.cuda.synchronize()\n"),
+        Invalid(
+            "import torch\ntorch.cuda.synchronize(device = dev)\ntorch.cuda.set_device(device=rank)\n",
+            fixed="import torch\ntorch.accelerator.synchronize(dev)\ntorch.accelerator.set_device_index(rank)\n",
+            unsafe=True,
+            count=2,
+        ),
         Invalid("import torch\nstart = torch.cuda.Event(enable_timing=True)\n"),
+        Invalid("import torch\nif torch.cuda.device_count() < 2:\n    torch.cuda.synchronize()\n"),
+        Invalid("import torch\nif backend != 'nccl':\n    torch.cuda.synchronize()\n"),
         Invalid("from torch.cuda import get_device_name\nprint(get_device_name(0))\n"),
         Invalid("from torch import cuda\ncuda.synchronize()\n", fixed="from torch import cuda\ncuda.synchronize()\n",
                 unsafe=True),
@@ -146,4 +162,13 @@ class CudaOnlyApi(Rule):
         torch = written_torch_root(call.func)
         if torch is None:
             return self.display_only(title)
-        return self.fix(title, Applicability.UNSAFE, self.replace(call.func, f"{torch}.accelerator.{replacement}"))
+        if len(call.args) > 1 or any(arg.star for arg in call.args):
+            return self.display_only(title)
+        edits = [self.replace(call.func, f"{torch}.accelerator.{replacement}")]
+        # torch.accelerator's functions take the device positionally only: `device=d` would raise.
+        edits += [
+            Edit(self.ctx.span(arg.keyword)[0], self.ctx.span(arg.value)[0], "")
+            for arg in call.args
+            if arg.keyword is not None
+        ]
+        return self.fix(title, Applicability.UNSAFE, *edits)

@@ -60,8 +60,9 @@ class HardcodedDeviceString(Rule):
     `f"cuda:{rank}"` or `torch.device("cuda", rank)` the rewrite drops which GPU was meant, so it is
     **unsafe**. A definition bound once (`device = "cuda"`, `gpu = torch.device("cuda:1")`) instead gets
     a CPU fallback, `device = "cuda" if torch.cuda.is_available() else "cpu"` or
-    `torch.device("cuda:1" if torch.cuda.is_available() else "cpu")`, which keeps the index and is
-    **safe**. Where `device` names something that is not a device (say, the string `"cuda"` itself)
+    `torch.device("cuda:1" if torch.cuda.is_available() else "cpu")`, which keeps the index: **safe**
+    for `"cuda"` and `"cuda:0"`, **unsafe** for another index (code that tells `cuda:0` and `cuda:1`
+    apart, say as dictionary keys, would see both become the CPU where it used to run). Where `device` names something that is not a device (say, the string `"cuda"` itself)
     or torch is not imported, the fix is **display-only**.
 
     ## Not flagged
@@ -81,7 +82,8 @@ class HardcodedDeviceString(Rule):
     - Device *types* for autocast: `torch.autocast(device_type="cuda")`,
       `MixedPrecisionPlugin(precision, device="cuda")`, `torch.amp.GradScaler(device="cuda")`
       (PyTorch disables autocast without CUDA and warns; DL006 is about those), and config values:
-      `dict(batch=2, device="cuda")`.
+      `dict(batch=2, device="cuda")`, `_C.MODEL.DEVICE = "cuda"`, `cfg.device = "cuda"` (a field of
+      another object than self is a setting the user overrides).
     - Other strings: `map_location={"cuda:1": "cuda:0"}`, `torch.device("cpu")`, `"mps"`.
 
     ## References
@@ -113,6 +115,7 @@ class HardcodedDeviceString(Rule):
         'plugins = [MixedPrecisionPlugin(precision, device="cuda")]\n',
         'import torch\nscaler = torch.amp.GradScaler(device="cuda")\n',
         'cfg = dict(batch=2, device="cuda")\n',
+        '_C.MODEL.DEVICE = "cuda"\ncfg.device = "cuda"\n',
         "import pytest, torch\n@pytest.mark.parametrize('device', [\n"
         "    pytest.param(torch.device(\"cuda\"), marks=pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')),\n"
         "])\ndef test(device):\n    x = torch.ones(1, device=device)\n"
@@ -164,6 +167,18 @@ class HardcodedDeviceString(Rule):
             'import torch\ndevice = torch.device("cuda:0")\nmodel.to(device)\n',
             fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n'
             "model.to(device)\n",
+        ),
+        Invalid(
+            'import torch\ndevice_0 = torch.device("cuda:0")\ndevice_1 = torch.device("cuda:1")\n',
+            fixed='import torch\ndevice_0 = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n'
+            'device_1 = torch.device("cuda:1" if torch.cuda.is_available() else "cpu")\n',
+            unsafe=True,
+            count=2,
+        ),
+        Invalid(
+            'import torch\nclass Runner:\n    def __init__(self):\n        self.device = "cuda"\n',
+            fixed='import torch\nclass Runner:\n    def __init__(self):\n'
+            '        self.device = "cuda" if torch.cuda.is_available() else "cpu"\n',
         ),
         Invalid(
             "import torch as th\nDEVICE = 'cuda'\nmodel.to(DEVICE)\n",
@@ -275,26 +290,31 @@ class HardcodedDeviceString(Rule):
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is call:
             targets = parent.targets if isinstance(parent, cst.Assign) else [parent]
             if len(targets) == 1:
-                self._definition(targets[0].target, call, checked=True)
+                self._definition(targets[0].target, call, checked=True, names_a_gpu=literal.names_a_gpu)
             return
         text = self.ctx.code(call)
         self.report(call, self._message(text),
                     replace_with_device(self, call, f"Replace `{text}` with `device`", literal.names_a_gpu))
 
-    def _definition(self, target: cst.BaseExpression, value: cst.BaseExpression, checked: bool = False) -> None:
+    def _definition(self, target: cst.BaseExpression, value: cst.BaseExpression, checked: bool = False,
+                    names_a_gpu: bool | None = None) -> None:
         """`device = "cuda"` / `self.device = torch.device("cuda:0")`, bound once: add a CPU fallback."""
         if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            if not is_last_word_device(target):
+            if not is_last_word_device(target) or _is_config_field(target):
                 return
+            names_a_gpu = cuda_literal(value).names_a_gpu
         name = dotted_name(target)
         if name is None or self._binding_counts.get(name, 0) > 1:
             return  # re-bound elsewhere: probably `if not torch.cuda.is_available(): device = "cpu"`
         if not checked and self._skipped(value):
             return
-        self.report(value, self._message(self.ctx.code(value)), self._fallback_fix(value))
+        self.report(value, self._message(self.ctx.code(value)), self._fallback_fix(value, bool(names_a_gpu)))
 
-    def _fallback_fix(self, value: cst.BaseExpression):
+    def _fallback_fix(self, value: cst.BaseExpression, names_a_gpu: bool):
         title = "Fall back to the CPU when CUDA is not available"
+        # Two GPUs named apart (`cuda:0`, `cuda:1`) would both become the CPU: code that tells them apart
+        # (device maps, peer copies) then behaves differently where it ran before.
+        applicability = Applicability.UNSAFE if names_a_gpu else Applicability.SAFE
         torch = torch_name(self.ctx, False, value.func if isinstance(value, cst.Call) else None)
         if torch is None:
             return self.display_only(f"{title} (torch is not imported)")
@@ -309,7 +329,7 @@ class HardcodedDeviceString(Rule):
             quote = value.quote if isinstance(value, cst.SimpleString) else '"'
             quote = quote if len(quote) == 1 else '"'
             edit = self.replace(value, f"{self.ctx.code(value)} if {test} else {quote}cpu{quote}")
-        return self.fix(title, Applicability.SAFE, edit)
+        return self.fix(title, applicability, edit)
 
     @cached_property
     def _binding_counts(self) -> dict[str, int]:
@@ -325,6 +345,14 @@ class HardcodedDeviceString(Rule):
     @staticmethod
     def _message(text: str) -> str:
         return f"`{text}` hard-codes the CUDA device: it fails without CUDA; use a `device` chosen at run time"
+
+
+def _is_config_field(target: cst.BaseExpression) -> bool:
+    """`cfg.MODEL.DEVICE = "cuda"`: a default in a config object, overridden from the command line or a file.
+
+    Only `self.device = "cuda"` is taken as the object's own device; a field of another object is a setting.
+    """
+    return isinstance(target, cst.Attribute) and not (isinstance(target.value, cst.Name) and target.value.value == "self")
 
 
 def _names_a_device_type(func: cst.BaseExpression) -> bool:
