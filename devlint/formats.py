@@ -12,10 +12,8 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 
 from devlint import __version__
-from devlint.fixer import line_offsets, offset
 from devlint.model import Applicability, FileResult, Finding
 from devlint.report import error_line, finding_dict, finding_line, render_text
-from devlint.rules import ALL_RULES
 
 FORMATS = ("full", "json-lines", "github", "gitlab", "junit", "sarif")
 
@@ -61,6 +59,8 @@ def render_full(results: list[FileResult]) -> str:
 
 
 def _fix_diff(source: str, finding: Finding) -> str:
+    from devlint.fixer import line_offsets, offset  # imports LibCST: only when there is a fix to show
+
     offsets = line_offsets(source)
     fixed = source
     for edit in sorted(finding.fix.edits, key=lambda e: (e.start, e.end), reverse=True):
@@ -163,6 +163,10 @@ def _region(start, end) -> dict:
 
 
 def render_sarif(results: list[FileResult]) -> str:
+    # SARIF describes every rule (its documentation is the class docstring): this imports the rule
+    # modules, and LibCST with them; the other formats stay light for fully cached runs.
+    from devlint.rules import ALL_RULES
+
     index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
     rules = [
         {

@@ -140,6 +140,14 @@ def test_a_warm_run_imports_neither_libcst_nor_any_rule(project):
     assert cold_run.stderr == warm_run.stderr
 
 
+@pytest.mark.parametrize("fmt", ["github", "gitlab", "junit", "json-lines"])
+def test_a_warm_run_in_a_ci_format_does_not_load_libcst(project, fmt):
+    cold, cold_run = devlint_in_subprocess(project, ".", "--output-format", fmt)
+    warm, warm_run = devlint_in_subprocess(project, ".", "--output-format", fmt)
+    assert _imports_libcst(cold["modules"]) and not _imports_libcst(warm["modules"])
+    assert cold_run.stdout == warm_run.stdout != ""
+
+
 def test_a_changed_file_is_checked_again_and_only_then_libcst_is_loaded(project):
     devlint_in_subprocess(project, ".", "--output-format", "json")
     write(project / "src" / "c.py", "import torch\ny = torch.ones(2).cuda()\n")
@@ -153,7 +161,8 @@ def test_a_changed_file_is_checked_again_and_only_then_libcst_is_loaded(project)
 
 def test_importing_the_warm_path_modules_does_not_load_libcst():
     modules = ["devlint.cli", "devlint.cache", "devlint.model", "devlint.config", "devlint.files",
-               "devlint.settings", "devlint.runner", "devlint.report", "devlint.source", "devlint.rules"]
+               "devlint.settings", "devlint.runner", "devlint.report", "devlint.source", "devlint.rules",
+               "devlint.formats"]
     code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(sorted(m for m in sys.modules if 'libcst' in m))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "[]"
