@@ -19,14 +19,28 @@ class Summary:
     call_roots: dict[str, set[str]] = field(default_factory=dict)  # attr -> root names of `root.....attr(...)`
     statement_calls: set[str] = field(default_factory=set)  # `attr` of `x.attr(...)` statements (and [... for ...])
     torch_names: set[str] = field(default_factory=set)  # names bound by importing torch or from torch
+    # what those imports name, last component (`autocast` for `from torch.cuda.amp import autocast as ac`):
+    # a rule looking for an aliased import asks for these, not for every call of a name from torch
+    torch_imports: set[str] = field(default_factory=set)
     star_import: bool = False
     attributes: set[str] = field(default_factory=set)  # `attr` of every `x.attr` (called or not)
     # string constants, leading text of f-strings and keyword names that mention "cuda" (any case)
     cuda_strings: set[str] = field(default_factory=set)
+    # strings starting with "cuda" given where a device could be: directly as a call argument or as
+    # the value of an assignment (not in comparisons, containers or dictionary keys)
+    device_strings: set[str] = field(default_factory=set)
+    cuda_members: set[str] = field(default_factory=set)  # `attr` of `....cuda.attr` and `cuda.attr`
 
 
 class TooComplex(Exception):
     """The interpreter itself cannot parse the file: too deeply nested (LibCST's parser would crash)."""
+
+
+def _device_string(node: ast.expr, summary: Summary) -> None:
+    if isinstance(node, ast.JoinedStr) and node.values:
+        node = node.values[0]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
+        summary.device_strings.add(node.value)
 
 
 def summarise(text: str) -> Summary | None:
@@ -53,8 +67,17 @@ def summarise(text: str) -> Summary | None:
             for keyword in node.keywords:
                 if keyword.arg is not None and "cuda" in keyword.arg.lower():
                     summary.cuda_strings.add(keyword.arg)
+                _device_string(keyword.value, summary)
+            for arg in node.args:
+                _device_string(arg, summary)
         elif isinstance(node, ast.Attribute):
             summary.attributes.add(node.attr)
+            owner = node.value
+            if (owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", None)) == "cuda":
+                summary.cuda_members.add(node.attr)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            if node.value is not None:
+                _device_string(node.value, summary)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "cuda" in node.value.lower():
             summary.cuda_strings.add(node.value)
         elif isinstance(node, ast.Expr):
@@ -65,9 +88,11 @@ def summarise(text: str) -> Summary | None:
             for alias in node.names:
                 if alias.name.split(".")[0] == "torch":
                     summary.torch_names.add(alias.asname or alias.name.split(".")[0])
+                    summary.torch_imports.add(alias.name.rsplit(".", 1)[-1])
         elif isinstance(node, ast.ImportFrom):
             if any(alias.name == "*" for alias in node.names):
                 summary.star_import = True
             if node.level == 0 and (node.module or "").split(".")[0] == "torch":
                 summary.torch_names.update(alias.asname or alias.name for alias in node.names)
+                summary.torch_imports.update(alias.name for alias in node.names)
     return summary

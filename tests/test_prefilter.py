@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,26 @@ def test_files_without_candidates_are_skipped():
 def test_candidates_pass_the_prefilter(source):
     summary = summarise(source)
     assert any(rule.could_match(summary) for rule in ALL_RULES)
+
+
+@pytest.mark.slow
+def test_files_the_prepass_skips_in_the_torch_sources_have_no_findings(monkeypatch):
+    """A real corpus both ways: a file the pre-pass skips, analysed in full with every rule, has no finding.
+
+    (A file the pre-pass lets through is analysed the same way with or without it.) The torch==2.13.0
+    sources are a hard case: `"cuda"` strings, imports from torch and `.type(...)` calls everywhere.
+    """
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from corpus import python_files, torch_sources
+
+    config = Config(select=("ALL",))
+    rules = config.rules()
+    skipped = []
+    for path in python_files(torch_sources()):
+        text = Path(path).read_text(encoding="utf-8")
+        if not engine._may_match(text, rules):
+            skipped.append((path, text))
+    monkeypatch.setattr(engine, "_may_match", lambda text, rules: True)
+    found = {path: engine.lint_text(text, config) for path, text in skipped}
+    assert len(skipped) > 1000  # the pre-pass does skip most of the files
+    assert {path: findings for path, findings in found.items() if findings} == {}

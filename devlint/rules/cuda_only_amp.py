@@ -151,9 +151,9 @@ class CudaOnlyAmp(Rule):
     @staticmethod
     def could_match(summary) -> bool:
         return bool(
-            _LAST_NAMES & (summary.attributes | summary.name_calls | summary.torch_names)
-            or summary.name_calls & summary.torch_names
-            or summary.star_import
+            # names bound by a star import are not resolved to torch: `autocast()` after
+            # `from torch.cuda.amp import *` is not flagged, so a star import is no candidate
+            _LAST_NAMES & (summary.attributes | summary.name_calls | summary.torch_imports)
         )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -138,7 +138,7 @@ class CudaOnlyApi(Rule):
     @staticmethod
     def could_match(summary) -> bool:
         calls = summary.attribute_calls | summary.name_calls
-        return bool(calls & set(_RAISING) or summary.name_calls & summary.torch_names or summary.star_import)
+        return bool((calls | summary.torch_imports) & set(_RAISING))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -90,13 +90,8 @@ class HardcodedDeviceIds(Rule):
 
     @staticmethod
     def could_match(summary) -> bool:
-        calls = summary.attribute_calls | summary.name_calls
-        return bool(
-            any(name.endswith("DataParallel") for name in calls)
-            or "data_parallel" in calls
-            or summary.name_calls & summary.torch_names
-            or summary.star_import
-        )
+        names = summary.attribute_calls | summary.name_calls | summary.torch_imports
+        return any(name.endswith("DataParallel") or name == "data_parallel" for name in names)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -10,6 +10,7 @@ from devlint.rules._kinds import TENSOR
 from devlint.syntax import dotted_name, find_arg, last_component, string_value
 
 _LEGACY_TYPES = frozenset(f"torch.cuda.{name}" for name in LEGACY_TENSOR_DTYPES)
+_LEGACY_STRINGS = frozenset(("torch.cuda", name) for name in LEGACY_TENSOR_DTYPES)  # "torch.cuda.FloatTensor"
 _SET_DEFAULT_TENSOR_TYPE = frozenset({"torch.set_default_tensor_type"})
 _SIZE_METHODS = frozenset({"size", "numel", "dim"})
 
@@ -143,12 +144,14 @@ class LegacyCudaTensorType(Rule):
 
     @staticmethod
     def could_match(summary) -> bool:
-        calls = summary.attribute_calls | summary.name_calls
+        # a legacy CUDA type is named (`torch.cuda.FloatTensor`, `cuda.FloatTensor`, an imported
+        # `FloatTensor` however it is bound, an alias of torch.cuda), or given as a string
+        # (`.type("torch.cuda.FloatTensor")`); `torch.FloatTensor` on the CPU is not a candidate
+        legacy = set(LEGACY_TENSOR_DTYPES)
         return bool(
-            calls & {"type", "set_default_tensor_type"}
-            or set(LEGACY_TENSOR_DTYPES) & (calls | summary.attributes | summary.torch_names)
-            or summary.name_calls & summary.torch_names
-            or summary.star_import
+            legacy & (summary.cuda_members | summary.torch_imports)
+            or "cuda" in summary.torch_imports and legacy & summary.attributes
+            or any(s.rpartition(".")[::2] in _LEGACY_STRINGS for s in summary.cuda_strings)
         )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -121,7 +121,8 @@ class TorchLoadWithoutMapLocation(Rule):
         roots = summary.call_roots.get("load", set())
         if roots & (summary.torch_names | {"torch"}):
             return True
-        return bool(summary.name_calls & summary.torch_names) or (summary.star_import and "load" in summary.name_calls)
+        return bool("load" in summary.torch_imports) or (
+            summary.star_import and "load" in summary.name_calls)
 
     def visit_Call(self, node: cst.Call) -> None:
         # Cheapest first: syntax, then the guard logic, and only then qualified names (scope analysis).
