@@ -107,6 +107,23 @@ def _check_chunk(paths: list[str], config: Config, write: bool) -> list[FileResu
     return [check_file(path, config, write=write) for path in paths]
 
 
+def _exit_with_parent(parent: int) -> None:
+    """In a worker: exit when devlint itself is gone.
+
+    A killed devlint (SIGKILL from a CI timeout or an impatient pre-commit) cannot shut its pool
+    down, and its workers would wait for work forever, each holding LibCST and its memory.
+    """
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> list[FileResult]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -121,7 +138,8 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> lis
     chunks = [list(range(i, min(i + size, len(paths)))) for i in range(0, len(paths), size)]
     results: dict[int, FileResult] = {}
     suspects: list[int] = []
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    watch = (_exit_with_parent, (os.getpid(),))
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=watch[0], initargs=watch[1]) as pool:
         futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write): chunk for chunk in chunks}
         for future in as_completed(futures):
             try:
@@ -132,7 +150,7 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> lis
     # alone in a fresh worker, so that only the file that kills it is reported.
     for index in sorted(suspects):
         try:
-            with ProcessPoolExecutor(1, mp_context=context) as pool:
+            with ProcessPoolExecutor(1, mp_context=context, initializer=watch[0], initargs=watch[1]) as pool:
                 results[index] = pool.submit(_check_chunk, [paths[index]], config, write).result()[0]
         except BrokenProcessPool:
             results[index] = FileResult(paths[index], error=FileError(

@@ -67,3 +67,22 @@ def test_sigkill_never_leaves_a_partial_file(tmp_path):
         # A kill may leave a temporary file behind (no cleanup runs); never a .py one.
         assert all(p.suffix == ".tmp" for p in work.iterdir() if p.suffix != ".py")
     assert partial_states >= 1, "no kill landed in the middle of a run: the test proved nothing"
+    # ... and the killed run's worker processes do not linger, waiting for work that never comes
+    deadline = time.monotonic() + 15
+    while _processes_mentioning(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_mentioning(str(tmp_path)) == []
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Pids whose command line mentions `text` (Linux /proc; elsewhere nothing is seen)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*") if Path("/proc").is_dir() else []:
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
