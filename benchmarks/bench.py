@@ -7,7 +7,8 @@
 Times, side by side in one run: devlint cold (no cache, default rules, all cores), devlint warm
 (cache filled, nothing changed), TorchFix (`torchfix --select ALL`, in its own virtualenv because it
 pins an old libcst), `ruff check --select F --no-cache`, a pre-commit style run on 5 files, and how
-devlint's cold time grows over a quarter, half and all of the corpus. Peak memory is the largest
+devlint's cold time grows over a quarter, half and all of the corpus, and over a random eighth
+of it copied 1, 2 and 4 times. Peak memory is the largest
 resident set of any single process of the command. The short runs (devlint warm, ruff) are timed
 --repeat times and the best is kept: on a shared machine one run is mostly noise.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -121,6 +123,18 @@ def main() -> int:
             seconds, _, _ = timed([*devlint, "--no-cache", *subset], cwd=listing)
         print(f"  {fraction:4.0%} of the files, {lines_of(subset):>9,} lines: {seconds:7.2f} s "
               f"({lines_of(subset) / seconds:,.0f} lines/s)")
+    # The slices above differ in what they hold (a few huge candidate files weigh more than their
+    # lines); the same files copied k times isolate how the time grows with the corpus alone.
+    sample = random.Random(0).sample(files, max(1, len(files) // 8))
+    for copies in (1, 2, 4):
+        with tempfile.TemporaryDirectory() as folder:
+            for k in range(copies):
+                for i, path in enumerate(sample):
+                    os.makedirs(os.path.join(folder, str(k)), exist_ok=True)
+                    shutil.copyfile(path, os.path.join(folder, str(k), f"f{i}.py"))
+            seconds, _, _ = timed([*devlint, "--no-cache", folder])
+        lines = lines_of(sample) * copies
+        print(f"  a random eighth x{copies}, {lines:>9,} lines: {seconds:7.2f} s ({lines / seconds:,.0f} lines/s)")
     return 0
 
 
