@@ -7,9 +7,9 @@
 Times, side by side in one run: devlint cold (no cache, default rules, all cores), devlint warm
 (cache filled, nothing changed), TorchFix (`torchfix --select ALL`, in its own virtualenv because it
 pins an old libcst), `ruff check --select F --no-cache`, a pre-commit style run on 5 files, and how
-devlint's cold time grows over a quarter, half and all of the corpus, and over a random eighth
-of it copied 1, 2 and 4 times. Peak memory is the largest
-resident set of any single process of the command. The short runs (devlint warm, ruff) are timed
+devlint's cold time grows over a quarter, half and all of the corpus, and over a random eighth of
+it copied 1, 2 and 4 times. Peak memory is the largest resident set of any single process of the
+command. The short runs (devlint warm, ruff) are timed
 --repeat times and the best is kept: on a shared machine one run is mostly noise.
 """
 
