@@ -17,7 +17,7 @@ Code is *guarded* when it sits in the true branch of a condition that implies CU
 expression, later operand of `and`, `while`), in the false branch of one whose falsity implies CUDA
 (`else` of `if not cuda`, later operand of `or`), after an early exit (`if not cuda: return`,
 `assert cuda`), inside a function or class whose decorators skip it without CUDA, or in a module or
-class with a `pytestmark` that does. Precision comes first, so the recognition is generous.
+class with a `pytestmark` that does; and under `if A:` in a test skipped by `skipif(A and not cuda)`. Precision comes first, so the recognition is generous.
 """
 
 from __future__ import annotations
@@ -86,6 +86,13 @@ def _mentions_string(node: cst.CSTNode, prefix: str) -> bool:
         children = [a.value for a in node.args] if isinstance(node, cst.Call) else [e.value for e in node.elements]
         return any(_mentions_string(child, prefix) for child in children)
     return False
+
+
+def _and_operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a and b and c` -> [a, b, c]; anything else -> [node]."""
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return _and_operands(node.left) + _and_operands(node.right)
+    return [node]
 
 
 def _is_nccl_constant(node: cst.CSTNode) -> bool:
@@ -231,7 +238,7 @@ class CudaGuards:
     def _guards_child(self, parent: cst.CSTNode, child: cst.CSTNode) -> bool:
         if isinstance(parent, (cst.If, cst.IfExp)):
             if child is parent.body:
-                return self.implies(parent.test)[0]
+                return self.implies(parent.test)[0] or self._skip_premise(parent)
             if child is parent.orelse:
                 return self.implies(parent.test)[1]
             return False
@@ -251,6 +258,29 @@ class CudaGuards:
             return child is parent.body and any(self._decorator_guards(d.decorator) for d in parent.decorators)
         if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and child.keyword is None:
             return self._param_with_guarding_marks(parent)
+        return False
+
+    def _skip_premise(self, branch: cst.If | cst.IfExp) -> bool:
+        """`@skipif(A and not cuda)` on the function, then `if A:` in it: A there implies CUDA.
+
+        The test runs only when `not (A and not cuda)`, that is when A is false or CUDA is there.
+        """
+        function = self.ctx.enclosing(branch, cst.FunctionDef)
+        if function is None or not function.decorators:
+            return False
+        for decorator in function.decorators:
+            call = decorator.decorator
+            tail = (dotted_name(call.func) or "").rsplit(".", 1)[-1] if isinstance(call, cst.Call) else ""
+            if tail != "skipif" or not call.args:
+                continue
+            operands = _and_operands(call.args[0].value)
+            if len(operands) < 2:
+                continue
+            for index, operand in enumerate(operands):
+                if self.implies(operand)[1]:  # `not cuda`: false only with CUDA
+                    premises = operands[:index] + operands[index + 1:]
+                    if any(branch.test.deep_equals(premise) for premise in premises):
+                        return True
         return False
 
     def _param_with_guarding_marks(self, call: cst.Call) -> bool:

@@ -54,7 +54,8 @@ class CudaCall(Rule):
       `self.skipTest(...)`) or after `assert torch.cuda.is_available()`, a function decorated with
       `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@requires_cuda` or a marker naming the GPU
       (`@pytest.mark.run_only_on('GPU')`), a module with
-      `pytestmark = pytest.mark.skipif(...)`.
+      `pytestmark = pytest.mark.skipif(...)`, and `if torch.__version__ == 'parrots':` in a test
+      skipped by `skipif(torch.__version__ == 'parrots' and not torch.cuda.is_available(), ...)`.
     - The body of a method named `cuda`, e.g. `def cuda(self, device=None):` (it implements the API).
     - Functions of the `torch.cuda` module such as `torch.cuda.manual_seed(0)`: not a `.cuda()` method call.
     - Functions merely named `cuda`: `cuda(x)`, `utils.cuda(x)` on an imported module.
@@ -98,6 +99,9 @@ class CudaCall(Rule):
         "        if not torch.cuda.is_available():\n            self.skipTest('gpu')\n        x.cuda()\n",
         "@requires_cuda\ndef test():\n    x.cuda()\n",
         "import pytest\n@pytest.mark.run_only_on('GPU')\ndef test(model):\n    model = model.cuda()\n",
+        "import pytest, torch\n@pytest.mark.skipif(\n    torch.__version__ == 'parrots' and not torch.cuda.is_available(),\n"
+        "    reason='parrots requires CUDA')\ndef test_pool(x):\n    if torch.__version__ == 'parrots':\n"
+        "        x = x.cuda()\n",
     )
     INVALID = (
         Invalid(
@@ -115,6 +119,11 @@ class CudaCall(Rule):
             fixed="import torch\ndef f(x, device):\n    return x.to(device, non_blocking=True)\n",
         ),
         Invalid("x = x.cuda(0)\n", fixed="x = x.cuda(0)\n"),
+        Invalid(
+            "import pytest, torch\n@pytest.mark.skipif(big and not torch.cuda.is_available(), reason='gpu')\n"
+            "def test(x):\n    if small:\n        x = x.cuda()\n    return x.cuda() if big else x\n",
+            count=1,
+        ),
         Invalid(
             "import torch\ndef f(x, device):\n    return x.cuda(non_blocking=True, device=2)\n",
             fixed="import torch\ndef f(x, device):\n    return x.to(device, non_blocking=True)\n",
