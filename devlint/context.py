@@ -7,10 +7,11 @@ from functools import cached_property
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # not re-exported; needed to render at an indentation
-from libcst.metadata import Assignment, MetadataWrapper, PositionProvider, Scope, ScopeProvider
+from libcst.metadata import Assignment, MetadataWrapper, Scope, ScopeProvider
 
 from devlint.config import FixOptions  # defined with the settings, which must not import LibCST
 from devlint.model import Position
+from devlint.positions import LazyPositions
 from devlint.syntax import dotted_name, module_torch_alias, walk
 
 
@@ -41,8 +42,8 @@ class FileContext:
             self.nodes_by_type.setdefault(type(node), []).append(node)
 
     @cached_property
-    def positions(self):
-        return self._wrapper.resolve(PositionProvider)
+    def positions(self) -> LazyPositions:
+        return LazyPositions(self.module, self.parents)
 
     @cached_property
     def scopes(self):
