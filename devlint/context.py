@@ -169,6 +169,11 @@ class FileContext:
             names.update(node.name.value for node in self.nodes(kind))
         return names
 
+    @property
+    def imported_names(self):
+        """Names import statements bind anywhere in the file."""
+        return self._imports.keys()
+
     def binds(self, name: str) -> bool:
         """Does anything in the file bind `name` (import, assignment, parameter, definition, loop)?"""
         return name in self._imports or name in self._other_bindings

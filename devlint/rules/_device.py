@@ -27,8 +27,8 @@ def device_expression(options_expression: str, torch_name: str) -> str:
 def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | None:
     """(name to write, whether a module-level definition must be added), or None if unsafe to write."""
     name = ctx.options.device_name
-    if not ctx.binds(name):
-        return (name, True) if _definition_reaches(ctx, node) else None  # nothing binds it anywhere
+    if not ctx.binds(name) or not _may_be_visible(ctx, node, name):
+        return (name, True) if _definition_reaches(ctx, node) else None  # nothing binds it in reach
     scope = ctx.scope(node)
     if scope is None:
         return None
@@ -38,6 +38,35 @@ def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | 
     if assignments and all(_is_device_binding(ctx, a, node) for a in assignments):
         return (name, False)
     return None
+
+
+_SCOPE_OWNERS = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp,
+                 cst.GeneratorExp)
+
+
+def _may_be_visible(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
+    """Could a binding of `name` be in scope at `node`? False only when every one is certainly not.
+
+    Answers the common case without LibCST's scope analysis of the whole file, which costs more than
+    the parse on a large file: `device` bound only as a parameter or a local of other functions.
+    Anything less plain (a module-level binding, one in a function or class around `node`, an
+    import, a definition, `global`/`nonlocal`, a walrus, a match statement) is left to the analysis.
+    """
+    if name in ctx.imported_names or ctx.nodes(cst.Match) or any(
+        d.name.value == name for kind in (cst.FunctionDef, cst.ClassDef) for d in ctx.nodes(kind)
+    ):
+        return True
+    for kind in (cst.Global, cst.Nonlocal):
+        if any(item.name.value == name for statement in ctx.nodes(kind) for item in statement.names):
+            return True
+    enclosing = {id(a) for a in ctx.ancestors(node)}
+    for site in ctx.binding_sites.get(name, ()):
+        if isinstance(ctx.parent(site), cst.NamedExpr):
+            return True
+        owner = ctx.enclosing(site, _SCOPE_OWNERS)
+        if owner is None or id(owner) in enclosing:
+            return True
+    return False
 
 
 def _definition_reaches(ctx: FileContext, node: cst.CSTNode) -> bool:
