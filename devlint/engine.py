@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import sys
@@ -14,7 +13,7 @@ import libcst as cst
 from devlint.config import Config
 from devlint.context import FileContext
 from devlint.fixer import apply_edits, define_device
-from devlint.prefilter import TooComplex, summarise
+from devlint.prefilter import TooComplex, parse_quietly, summarise
 from devlint.model import Applicability, FileError, FileResult, Finding
 from devlint.source import SourceError, decode
 from devlint.rules.unused_noqa import UnusedNoqa
@@ -85,7 +84,7 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
 def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> FileError:
     """Report the interpreter's own message and position when it agrees the code is broken."""
     try:
-        ast.parse(text)
+        parse_quietly(text)
     except SyntaxError as error:
         return FileError(f"SyntaxError: {error.msg}", error.lineno, error.offset)
     except (ValueError, RecursionError, MemoryError):

@@ -14,7 +14,6 @@ line endings), so outputs, metadata, key order and everything else keep their by
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -24,7 +23,7 @@ import libcst as cst
 
 from devlint.engine import FixDidNotConverge, TooDeeplyNested, add_noqa_text, fix_text, lint_text
 from devlint.model import Edit, FileError, FileResult, Finding, Position
-from devlint.prefilter import TooComplex
+from devlint.prefilter import TooComplex, parse_quietly
 
 # Cell magics whose body is Python run by the kernel: the body is checked, the `%%` line masked.
 # Any other cell magic (%%bash, %%html, %%writefile, %%sql, ...) leaves its cell out.
@@ -274,7 +273,7 @@ def _is_automagic(lines: list[str], index: int, end: int) -> bool:
     if rest and rest[0] in "=([{,:;+*/%&|^<>!@~":
         return False  # `colors = cycler(...`, `time +1`: an operator follows, so Python (IPython agrees)
     try:
-        ast.parse("\n".join(lines[index:end + 1]).strip())
+        parse_quietly("\n".join(lines[index:end + 1]).strip())
     except SyntaxError:
         return True  # `pip install x`, `cd ..`: not Python
     except (ValueError, RecursionError, MemoryError):
@@ -389,7 +388,7 @@ def _syntax_error(joined: _Joined, exc: cst.ParserSyntaxError) -> FileError:
         masked = "".join(cell.placeholders[i] + _newline(line) if i in cell.placeholders else line
                          for i, line in enumerate(cell.lines))
         try:
-            ast.parse(masked)
+            parse_quietly(masked)
         except SyntaxError as error:
             line = min(max(error.lineno or 1, 1), max(len(cell.lines), 1))
             return FileError(f"cell {cell.index + 1}:{line}:{error.offset or 1}: SyntaxError: {error.msg}")

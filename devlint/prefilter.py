@@ -9,6 +9,7 @@ A file `ast` cannot read (newer syntax, broken code) goes to the full parse, whi
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 
 
@@ -36,6 +37,14 @@ class TooComplex(Exception):
     """The interpreter itself cannot parse the file: too deeply nested (LibCST's parser would crash)."""
 
 
+def parse_quietly(text: str) -> ast.Module:
+    """`ast.parse` without its warnings: the user's invalid escape sequences are not devlint's to
+    report (a DeprecationWarning on Python 3.11, a SyntaxWarning printed on every run from 3.12)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
 def _device_string(node: ast.expr, summary: Summary) -> None:
     if isinstance(node, ast.JoinedStr) and node.values:
         node = node.values[0]
@@ -46,7 +55,7 @@ def _device_string(node: ast.expr, summary: Summary) -> None:
 def summarise(text: str) -> Summary | None:
     """None when the standard parser cannot read the file (newer syntax, or broken)."""
     try:
-        tree = ast.parse(text)
+        tree = parse_quietly(text)
     except (RecursionError, MemoryError):
         raise TooComplex("too deeply nested or complex for the Python parser") from None
     except (SyntaxError, ValueError, OverflowError):

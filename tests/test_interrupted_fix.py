@@ -3,7 +3,6 @@ bytes, never a partial write (temporary file in the same folder + os.replace).""
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import signal

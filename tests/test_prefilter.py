@@ -90,3 +90,13 @@ def test_files_the_prepass_skips_in_the_torch_sources_have_no_findings(monkeypat
     found = {path: engine.lint_text(text, config) for path, text in skipped}
     assert len(skipped) > 1000  # the pre-pass does skip most of the files
     assert {path: findings for path, findings in found.items() if findings} == {}
+
+
+def test_the_prepass_does_not_print_the_users_syntax_warnings():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summary = summarise('import torch\npattern = "\\d+"\nx = torch.ones(1).cuda()\n')
+    assert summary is not None and "cuda" in summary.attribute_calls
+    assert [str(w.message) for w in caught] == []
