@@ -11,6 +11,7 @@ nodes is first asked for.
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # not re-exported; the same state LibCST renders with
@@ -28,11 +29,10 @@ class LazyPositions:
         self._module = module
         self._parents = parents
         self._computed: dict[cst.CSTNode, CodeRange] = {}  # written by LibCST's codegen state
-        self._starts: dict[cst.CSTNode, int] | None = None
-        self._rendered: set[int] = set()
         self._whole = False
 
-    def _statement_starts(self) -> dict[cst.CSTNode, int]:
+    @cached_property
+    def _starts(self) -> dict[cst.CSTNode, int]:
         """The line each top-level statement's rendering starts on (always at column 0)."""
         module = self._module
         state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
@@ -63,17 +63,14 @@ class LazyPositions:
         if statement is None or not isinstance(statement, cst.BaseStatement):
             self._compute_whole()  # the module itself, its header or footer
             return
-        if id(statement) in self._rendered:
-            return
-        if self._starts is None:
-            self._starts = self._statement_starts()
+        if statement in self._computed:
+            return  # rendered already: a statement's own range is recorded with its nodes'
         module = self._module
         state = PositionProvidingCodegenState(
             default_indent=module.default_indent, default_newline=module.default_newline, provider=self
         )
         state.line = self._starts[statement]
         statement._codegen(state)
-        self._rendered.add(id(statement))
 
     def _compute_whole(self) -> None:
         ranges = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)

@@ -133,13 +133,12 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> lis
     import devlint.engine  # noqa: F401
 
     config.rules()
-    context = _mp_context()
     size = max(1, min(32, len(paths) // (jobs * 8)))
     chunks = [list(range(i, min(i + size, len(paths)))) for i in range(0, len(paths), size)]
     results: dict[int, FileResult] = {}
     suspects: list[int] = []
-    watch = (_exit_with_parent, (os.getpid(),))
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=watch[0], initargs=watch[1]) as pool:
+    pool_options = {"mp_context": _mp_context(), "initializer": _exit_with_parent, "initargs": (os.getpid(),)}
+    with ProcessPoolExecutor(jobs, **pool_options) as pool:
         futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write): chunk for chunk in chunks}
         for future in as_completed(futures):
             try:
@@ -150,7 +149,7 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> lis
     # alone in a fresh worker, so that only the file that kills it is reported.
     for index in sorted(suspects):
         try:
-            with ProcessPoolExecutor(1, mp_context=context, initializer=watch[0], initargs=watch[1]) as pool:
+            with ProcessPoolExecutor(1, **pool_options) as pool:
                 results[index] = pool.submit(_check_chunk, [paths[index]], config, write).result()[0]
         except BrokenProcessPool:
             results[index] = FileResult(paths[index], error=FileError(

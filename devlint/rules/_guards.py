@@ -17,7 +17,8 @@ Code is *guarded* when it sits in the true branch of a condition that implies CU
 expression, later operand of `and`, `while`), in the false branch of one whose falsity implies CUDA
 (`else` of `if not cuda`, later operand of `or`), after an early exit (`if not cuda: return`,
 `assert cuda`), inside a function or class whose decorators skip it without CUDA, or in a module or
-class with a `pytestmark` that does; and under `if A:` in a test skipped by `skipif(A and not cuda)`. Precision comes first, so the recognition is generous.
+class with a `pytestmark` that does; and under `if A:` in a test skipped by `skipif(A and not cuda)`.
+Precision comes first, so the recognition is generous.
 """
 
 from __future__ import annotations
@@ -93,6 +94,21 @@ def _and_operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
         return _and_operands(node.left) + _and_operands(node.right)
     return [node]
+
+
+def _skip_condition(decorator: cst.BaseExpression) -> tuple[str, cst.BaseExpression | None]:
+    """("skipif" or "skipunless", its condition) for `@pytest.mark.skipif(c, ...)`,
+    `@unittest.skipIf(condition=c)` and the like; ("", None) for any other decorator."""
+    if not isinstance(decorator, cst.Call) or not decorator.args:
+        return "", None
+    kind = (dotted_name(decorator.func) or "").rsplit(".", 1)[-1].lower()
+    if kind not in {"skipif", "skipunless"}:
+        return "", None
+    condition = decorator.args[0].value
+    for arg in decorator.args:
+        if arg.keyword is not None and arg.keyword.value == "condition":
+            condition = arg.value
+    return kind, condition
 
 
 def _is_nccl_constant(node: cst.CSTNode) -> bool:
@@ -269,11 +285,10 @@ class CudaGuards:
         if function is None or not function.decorators:
             return False
         for decorator in function.decorators:
-            call = decorator.decorator
-            tail = (dotted_name(call.func) or "").rsplit(".", 1)[-1] if isinstance(call, cst.Call) else ""
-            if tail != "skipif" or not call.args:
+            kind, condition = _skip_condition(decorator.decorator)
+            if kind != "skipif":
                 continue
-            operands = _and_operands(call.args[0].value)
+            operands = _and_operands(condition)
             if len(operands) < 2:
                 continue
             for index, operand in enumerate(operands):
@@ -326,16 +341,11 @@ class CudaGuards:
         return False
 
     def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
-        func = decorator.func if isinstance(decorator, cst.Call) else decorator
-        name = dotted_name(func) or ""
-        tail = name.rsplit(".", 1)[-1].lower()
-        if isinstance(decorator, cst.Call) and decorator.args and tail in {"skipif", "skipunless"}:
-            condition = decorator.args[0].value
-            for arg in decorator.args:
-                if arg.keyword is not None and arg.keyword.value == "condition":
-                    condition = arg.value
+        kind, condition = _skip_condition(decorator)
+        if condition is not None:
             polarity = self.implies(condition)
-            return polarity[1] if tail == "skipif" else polarity[0]
+            return polarity[1] if kind == "skipif" else polarity[0]
+        name = dotted_name(decorator.func if isinstance(decorator, cst.Call) else decorator) or ""
         if isinstance(decorator, cst.Call) and any(
             (string_value(arg.value) or "").lower().startswith(("gpu", "cuda")) for arg in decorator.args
         ):

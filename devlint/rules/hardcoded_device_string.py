@@ -62,8 +62,9 @@ class HardcodedDeviceString(Rule):
     a CPU fallback, `device = "cuda" if torch.cuda.is_available() else "cpu"` or
     `torch.device("cuda:1" if torch.cuda.is_available() else "cpu")`, which keeps the index: **safe**
     for `"cuda"` and `"cuda:0"`, **unsafe** for another index (code that tells `cuda:0` and `cuda:1`
-    apart, say as dictionary keys, would see both become the CPU where it used to run). Where `device` names something that is not a device (say, the string `"cuda"` itself)
-    or torch is not imported, the fix is **display-only**.
+    apart, say as dictionary keys, would see both become the CPU where it used to run). Where `device`
+    names something that is not a device (say, the string `"cuda"` itself) or torch is not imported,
+    the fix is **display-only**.
 
     ## Not flagged
     - The device-agnostic choice itself: `"cuda" if torch.cuda.is_available() else "cpu"`,
@@ -298,7 +299,7 @@ class HardcodedDeviceString(Rule):
                     replace_with_device(self, call, f"Replace `{text}` with `device`", literal.names_a_gpu))
 
     def _definition(self, target: cst.BaseExpression, value: cst.BaseExpression, checked: bool = False,
-                    names_a_gpu: bool | None = None) -> None:
+                    names_a_gpu: bool = False) -> None:
         """`device = "cuda"` / `self.device = torch.device("cuda:0")`, bound once: add a CPU fallback."""
         if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             if not is_last_word_device(target) or _is_config_field(target):
@@ -309,7 +310,7 @@ class HardcodedDeviceString(Rule):
             return  # re-bound elsewhere: probably `if not torch.cuda.is_available(): device = "cpu"`
         if not checked and self._skipped(value):
             return
-        self.report(value, self._message(self.ctx.code(value)), self._fallback_fix(value, bool(names_a_gpu)))
+        self.report(value, self._message(self.ctx.code(value)), self._fallback_fix(value, names_a_gpu))
 
     def _fallback_fix(self, value: cst.BaseExpression, names_a_gpu: bool):
         title = "Fall back to the CPU when CUDA is not available"
@@ -349,11 +350,12 @@ class HardcodedDeviceString(Rule):
 
 
 def _is_config_field(target: cst.BaseExpression) -> bool:
-    """`cfg.MODEL.DEVICE = "cuda"`: a default in a config object, overridden from the command line or a file.
-
-    Only `self.device = "cuda"` is taken as the object's own device; a field of another object is a setting.
+    """`cfg.MODEL.DEVICE = "cuda"`: a default in a config object, overridden from the command line or
+    a file. Only `self.device = "cuda"` is taken as the object's own device; a field of another object
+    is a setting.
     """
-    return isinstance(target, cst.Attribute) and not (isinstance(target.value, cst.Name) and target.value.value == "self")
+    owner = target.value if isinstance(target, cst.Attribute) else None
+    return owner is not None and not (isinstance(owner, cst.Name) and owner.value == "self")
 
 
 def _names_a_device_type(func: cst.BaseExpression) -> bool:

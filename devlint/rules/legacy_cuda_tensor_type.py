@@ -10,7 +10,6 @@ from devlint.rules._kinds import TENSOR
 from devlint.syntax import dotted_name, find_arg, last_component, string_value
 
 _LEGACY_TYPES = frozenset(f"torch.cuda.{name}" for name in LEGACY_TENSOR_DTYPES)
-_LEGACY_STRINGS = frozenset(("torch.cuda", name) for name in LEGACY_TENSOR_DTYPES)  # "torch.cuda.FloatTensor"
 _SET_DEFAULT_TENSOR_TYPE = frozenset({"torch.set_default_tensor_type"})
 _SIZE_METHODS = frozenset({"size", "numel", "dim"})
 
@@ -151,7 +150,7 @@ class LegacyCudaTensorType(Rule):
         return bool(
             legacy & (summary.cuda_members | summary.torch_imports)
             or "cuda" in summary.torch_imports and legacy & summary.attributes
-            or any(s.rpartition(".")[::2] in _LEGACY_STRINGS for s in summary.cuda_strings)
+            or summary.cuda_strings & _LEGACY_TYPES  # the string "torch.cuda.FloatTensor"
         )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -121,8 +121,7 @@ class TorchLoadWithoutMapLocation(Rule):
         roots = summary.call_roots.get("load", set())
         if roots & (summary.torch_names | {"torch"}):
             return True
-        return bool("load" in summary.torch_imports) or (
-            summary.star_import and "load" in summary.name_calls)
+        return "load" in summary.torch_imports or (summary.star_import and "load" in summary.name_calls)
 
     def visit_Call(self, node: cst.Call) -> None:
         # Cheapest first: syntax, then the guard logic, and only then qualified names (scope analysis).
