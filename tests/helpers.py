@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from devlint.config import Config
 from devlint.context import FixOptions
 from devlint.engine import fix_text, lint_text
+
+ROOT = Path(__file__).resolve().parent.parent
+# Real code for tests that compare two ways of computing the same thing: the golden fixtures and
+# devlint's own sources.
+REAL_FILES = sorted(ROOT.glob("tests/fixtures/DL*/*.py")) + sorted(ROOT.glob("devlint/**/*.py"))
 
 
 def lint(source: str, select: str = "ALL", **options):

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import libcst as cst
 import pytest
 
 from devlint.context import FileContext
 from devlint.rules._device import _may_be_visible, device_reference
+from tests.helpers import REAL_FILES, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FILES = sorted(ROOT.glob("tests/fixtures/DL*/*.py")) + sorted(ROOT.glob("devlint/**/*.py"))
 SNIPPETS = [
     "def f(device):\n    pass\ndef g(x):\n    return x.cuda()\n",
     "class C:\n    device = 1\n    y = x.cuda()\n    def m(self):\n        return x.cuda()\n",
@@ -49,7 +46,7 @@ def test_snippets(source):
     _check(source)
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_real_files(path):
     _check(path.read_text(encoding="utf-8"))
 

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint.positions import LazyPositions
 from devlint.syntax import walk
+from tests.helpers import REAL_FILES, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FILES = sorted(ROOT.glob("tests/fixtures/DL*/*.py")) + sorted(ROOT.glob("devlint/**/*.py"))
 LAYOUTS = [
     "",
     "\n",
@@ -51,7 +48,7 @@ def test_same_ranges_for_every_layout(source):
     _assert_same(source)
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_same_ranges_on_real_files(path):
     _assert_same(path.read_text(encoding="utf-8"))
 
