@@ -93,16 +93,21 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
         _fail(str(exc))
 
     if paths == ["-"]:
-        sys.exit(_check_stdin(config, stdin_filename or "-", output_format, fix and not diff, exit_zero))
+        if add_noqa:
+            _fail("--add-noqa needs files to write to; it cannot be used with stdin (-)")
+        sys.exit(_check_stdin(config, stdin_filename or "-", output_format, fix or diff, exit_zero, diff))
 
     discovered = discover(paths, exclude, extend_exclude, file_settings.root)
+    if output_file is not None:
+        _refuse_input_as_output(output_file, discovered.files)
     for path, reason in discovered.errors:
         click.echo(f"{path}: error: {reason}", err=True)
     cache = None
     if not no_cache and not diff:
         cache = ResultCache(cache_dir or os.path.join(file_settings.root, CACHE_DIR_NAME), settings_key(config))
-    results = check_files(discovered.files, config, write=(fix or add_noqa) and not diff,
-                          jobs=jobs or os.cpu_count() or 1, cache=cache)
+    # More workers than files or cores only costs forks (-j 3000 once started 2,400 processes).
+    jobs = max(1, min(jobs or os.cpu_count() or 1, os.cpu_count() or 1, len(discovered.files) or 1))
+    results = check_files(discovered.files, config, write=(fix or add_noqa) and not diff, jobs=jobs, cache=cache)
     if cache is not None:
         cache.save()
         for warning in cache.warnings:
@@ -178,14 +183,19 @@ def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
     return config, output_format, exclude, tuple(values.get("extend-exclude", ()))
 
 
-def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, exit_zero: bool) -> int:
-    """`devlint - [--fix]`: what editors call. With --fix the fixed source goes to stdout."""
+def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, exit_zero: bool,
+                 diff: bool = False) -> int:
+    """`devlint - [--fix | --diff]`: what editors call. With --fix the fixed source goes to stdout."""
     from devlint.engine import check_source
 
     data = sys.stdin.buffer.read()
     result = check_source(filename, data, config)
     if result.error:
         click.echo(error_line(result), err=True)
+    if diff:
+        shown = render_diff(result) if result.error is None and result.fixed_source is not None else ""
+        click.echo(shown, nl=False)
+        return EXIT_ERROR if result.error else int(bool(shown))
     if fix:
         if result.error is None and result.fixed_source is not None:
             sys.stdout.buffer.write(encode(result.fixed_source, decode(data).encoding))
@@ -202,10 +212,18 @@ def _emit(text: str, output_file: str | None) -> None:
         click.echo(text, nl=False)
         return
     try:
-        with open(output_file, "w", encoding="utf-8") as handle:
+        # A file name that is not UTF-8 is reported as the terminal shows it: its own bytes.
+        with open(output_file, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(text)
     except OSError as exc:
         _fail(f"{output_file}: cannot write the output file: {exc.strerror or exc}")
+
+
+def _refuse_input_as_output(output_file: str, inputs: list[str]) -> None:
+    """`-o` must never name a file being checked: the report would replace the user's source."""
+    target = os.path.realpath(output_file)
+    if any(os.path.realpath(path) == target for path in inputs):
+        _fail(f"-o/--output-file: {output_file} is one of the files being checked; choose another file")
 
 
 @main.command()

@@ -90,6 +90,8 @@ def validate_codes(codes, where: str) -> None:
 
 def _matching(selector: str, option: str) -> set[str]:
     selector = selector.strip().upper()
+    if not selector:  # every code starts with "": an empty entry would select or ignore every rule
+        raise ConfigError(f"{option}: empty rule code (remove the empty entry)")
     if selector == "ALL":
         return {r.code for r in RULES}
     codes = {r.code for r in RULES if r.code.startswith(selector) or r.name.upper() == selector}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import urllib.parse
 import xml.etree.ElementTree as ET
 
@@ -112,7 +113,7 @@ def render_gitlab(results: list[FileResult]) -> str:
         lines = (result.original_source or "").splitlines()
         text = lines[finding.start.line - 1].strip() if finding.start.line <= len(lines) else ""
         # Not the line number: a fingerprint must survive code moving up or down.
-        base = hashlib.sha256(f"{result.path}\0{finding.code}\0{finding.message}\0{text}".encode()).hexdigest()
+        base = hashlib.sha256(f"{result.path}\0{finding.code}\0{finding.message}\0{text}".encode("utf-8", "surrogateescape")).hexdigest()
         seen[base] = seen.get(base, 0) + 1
         fingerprint = base if seen[base] == 1 else hashlib.sha256(f"{base}\0{seen[base]}".encode()).hexdigest()
         issues.append({
@@ -155,7 +156,8 @@ def render_junit(results: list[FileResult]) -> str:
 
 # -- SARIF 2.1.0 -------------------------------------------------------------------------------------------
 def _uri(path: str) -> str:
-    return urllib.parse.quote(path.replace("\\", "/"))
+    # A file name that is not valid UTF-8 reaches us with surrogate escapes: quote its raw bytes.
+    return urllib.parse.quote(os.fsencode(path.replace("\\", "/")))
 
 
 def _region(start, end) -> dict:

@@ -60,7 +60,7 @@ def find_pyproject(paths: list[str]) -> str | None:
 
 def _has_devlint_table(path: str) -> bool:
     try:
-        return "devlint" in _read(path).get("tool", {})
+        return "devlint" in _tool_table(_read(path), path)
     except ConfigError:
         return True  # report the broken file rather than silently skipping it
 
@@ -73,11 +73,22 @@ def _read(path: str) -> dict:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte {exc.object[exc.start:exc.start + 1]!r} "
+                          f"at offset {exc.start})") from None
+
+
+def _tool_table(data: dict, path: str) -> dict:
+    """`[tool]`, which TOML lets a file make anything (`tool = 5`)."""
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: 'tool' must be a table, not {tool!r}")
+    return tool
 
 
 def load(path: str) -> FileSettings:
     data = _read(path)
-    table = data.get("tool", {}).get("devlint", {})
+    table = _tool_table(data, path).get("devlint", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.devlint] must be a table")
     for key, value in table.items():

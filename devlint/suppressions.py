@@ -73,12 +73,13 @@ def _split(codes: str | None) -> tuple[str, ...] | None:
 def _comments(text: str):
     """(line, column, comment text, whether the comment is alone on its line)."""
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        # newline=None: a lone CR ends a line for LibCST and the interpreter, so it must here too.
+        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             if token.type == tokenize.COMMENT:
                 yield token.start[0], token.start[1], token.string, not token.line[: token.start[1]].strip()
     except (tokenize.TokenError, SyntaxError, IndentationError):
         # Newer syntax than this interpreter tokenizes: fall back to a line scan.
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(re.split(r"\r\n|\r|\n", text), start=1):
             if "#" in line:
                 column = line.index("#")
                 yield number, column, line[column:], not line[:column].strip()

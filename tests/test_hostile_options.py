@@ -1,0 +1,139 @@
+"""Hostile options and odd inputs from the adversarial trial (issue 13): each once gave a wrong
+answer, a traceback or a lost file. Every case gets one line naming the problem and exit 2, or the
+right result."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from devlint import cli
+from devlint.cli import main
+
+BUGGY = "import torch\nx = torch.zeros(3).cuda()\n"
+
+
+def run(*args: str, cwd: Path, input: str | None = None):
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def project(tmp_path: Path, pyproject: bytes | str | None = None) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(BUGGY)
+    if pyproject is not None:
+        data = pyproject.encode() if isinstance(pyproject, str) else pyproject
+        (tmp_path / "pyproject.toml").write_bytes(data)
+    return tmp_path
+
+
+@pytest.mark.parametrize("table", [
+    'ignore = [""]',
+    'ignore = [" "]',
+    'select = [""]',
+    'extend-select = ["DL001", ""]',
+    'per-file-ignores = { "*.py" = [""] }',
+])
+def test_an_empty_rule_code_is_refused_not_read_as_every_rule(tmp_path, table):
+    # "" is a prefix of every code: ignore = [""] silently turned every rule off ("All checks passed!").
+    root = project(tmp_path, f"[tool.devlint]\n{table}\n")
+    result = run("--no-cache", ".", cwd=root)
+    assert result.exit_code == 2
+    assert "empty rule code" in result.output
+    assert "All checks passed" not in result.output
+
+
+def test_a_tool_key_that_is_not_a_table_is_a_config_error(tmp_path):
+    root = project(tmp_path, "tool = 5\n")
+    result = run("--no-cache", ".", cwd=root)
+    assert result.exit_code == 2
+    assert "pyproject.toml: 'tool' must be a table" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_pyproject_that_is_not_utf8_is_a_config_error(tmp_path):
+    root = project(tmp_path, b'[tool.devlint]\nselect = ["\xff"]\n')
+    result = run("--no-cache", ".", cwd=root)
+    assert result.exit_code == 2
+    assert "pyproject.toml: invalid TOML: not UTF-8" in result.output
+
+
+@pytest.mark.parametrize("jobs", ["3000", "99999999999999999999"])
+def test_workers_are_capped_by_files_and_cores(tmp_path, monkeypatch, jobs):
+    root = project(tmp_path)
+    for i in range(20):
+        (root / f"m{i}.py").write_text(BUGGY)
+    seen = {}
+    real = cli.check_files
+
+    def spy(files, config, **options):
+        seen["jobs"] = options["jobs"]
+        return real(files, config, **options)
+
+    monkeypatch.setattr(cli, "check_files", spy)
+    result = run("--no-cache", "-j", jobs, ".", cwd=root)
+    assert result.exit_code == 1
+    assert "Found 21 errors." in result.output
+    assert 1 <= seen["jobs"] <= min(21, os.cpu_count() or 1)
+
+
+NON_UTF8_NAME = os.fsdecode(b"bad\xff.py")
+
+
+@pytest.mark.parametrize("args", [["--output-format", "sarif"], ["--output-format", "gitlab"],
+                                  ["-o", "report.txt"], ["--output-format", "json"]])
+def test_a_file_name_that_is_not_utf8_is_reported_not_a_traceback(tmp_path, args):
+    root = project(tmp_path)
+    (root / "train.py").unlink()
+    (root / NON_UTF8_NAME).write_text(BUGGY)
+    proc = subprocess.run([sys.executable, "-m", "devlint", "--no-cache", *args, "."], cwd=root,
+                          capture_output=True)
+    assert proc.returncode == 1, proc.stderr.decode(errors="replace")
+    assert b"Traceback" not in proc.stderr
+    report = (root / "report.txt").read_bytes() if "-o" in args else proc.stdout
+    # The name's own bytes, or for SARIF the percent-encoded URI of those bytes.
+    assert b"bad\xff.py" in report or b"bad%FF.py" in report or b"bad\\udcff.py" in report
+
+
+def test_noqa_is_honoured_in_a_file_with_cr_only_line_endings(tmp_path):
+    root = project(tmp_path)
+    source = b"import torch\rx = torch.zeros(3).cuda()  # noqa: DL001\ry = 2\r"
+    (root / "train.py").write_bytes(source)
+    result = run("--no-cache", "--fix", "train.py", cwd=root)
+    assert result.exit_code == 0, result.output
+    assert (root / "train.py").read_bytes() == source
+
+
+def test_stdin_with_diff_prints_the_diff(tmp_path):
+    result = run("-", "--diff", "--stdin-filename", "train.py", cwd=tmp_path, input=BUGGY)
+    assert result.exit_code == 1
+    assert "-x = torch.zeros(3).cuda()" in result.output
+    assert "+x = torch.zeros(3).to(device)" in result.output
+    clean = run("-", "--diff", cwd=tmp_path, input="x = 1\n")
+    assert (clean.exit_code, clean.output) == (0, "")
+
+
+def test_stdin_with_add_noqa_is_a_usage_error(tmp_path):
+    result = run("-", "--add-noqa", cwd=tmp_path, input=BUGGY)
+    assert result.exit_code == 2
+    assert "--add-noqa" in result.output and "stdin" in result.output
+    assert "All checks passed" not in result.output
+
+
+@pytest.mark.parametrize("name", ["train.py", "./train.py", "sub/../train.py"])
+def test_output_file_may_not_name_a_checked_file(tmp_path, name):
+    root = project(tmp_path)
+    (root / "sub").mkdir()
+    result = run("--no-cache", "-o", name, ".", cwd=root)
+    assert result.exit_code == 2
+    assert "is one of the files being checked" in result.output
+    assert (root / "train.py").read_text() == BUGGY
