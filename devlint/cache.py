@@ -1,8 +1,15 @@
 """A result cache: a file whose content, devlint version and effective settings have not changed
 is not checked again. One JSON file per (version, settings) in `.devlint_cache/`, as ruff does;
-entries are keyed by a hash of the file's bytes and the rules that apply to it.
+entries are keyed by a hash of the file's bytes, its kind and the rules that apply to it.
 
-A corrupt or unwritable cache is ignored with a warning: it never fails a run.
+The cache folder is devlint's alone: devlint creates it with a CACHEDIR.TAG (the standard marker,
+https://bford.info/cachedir/, that backup tools skip) naming devlint and a `.gitignore` holding `*`,
+and writes only into a folder holding that marker. An existing folder without it (`--cache-dir src`)
+is neither read nor written, and `devlint clean` removes nothing else.
+
+Every entry carries a checksum of its findings and the key, and is validated field by field: a
+changed, moved or malformed entry is a miss (the file is checked again). A corrupt, unreadable or
+unwritable cache is ignored with one warning: it never fails a run and never changes what is reported.
 """
 
 from __future__ import annotations
@@ -10,85 +17,313 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import stat
+import sys
 import tempfile
 from dataclasses import asdict
 
 from devlint import __version__
 from devlint.model import Applicability, Edit, Finding, Fix, Position
+from devlint.rules import INFO_BY_CODE
 
 CACHE_DIR_NAME = ".devlint_cache"
+TAG_NAME = "CACHEDIR.TAG"
+TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
+_TAG_OWNER = b"created by devlint"
+TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag " + _TAG_OWNER + b".\n"
+       b"# For information about cache directory tags, see https://bford.info/cachedir/\n")
+GITIGNORE = "# Automatically created by devlint.\n*\n"
+# The layout of a results file; part of its name, so that another layout is never read.
+FORMAT = 2
+# What a cache folder written before the CACHEDIR.TAG held: it is recognised and adopted.
+_LEGACY_FILE = re.compile(r"results-[0-9a-f]{20}\.json|\.results-.*\.tmp")
+
+
+def is_cache_dir(directory: str) -> bool:
+    """Whether `directory` is a devlint cache: a folder holding devlint's CACHEDIR.TAG (a regular
+    file, not a link), or a cache folder from before the tag (only devlint's own files in it)."""
+    return _has_tag(directory) or _is_legacy(directory)
+
+
+def _has_tag(directory: str) -> bool:
+    tag = os.path.join(directory, TAG_NAME)
+    try:
+        if not stat.S_ISREG(os.lstat(tag).st_mode):
+            return False
+        with open(tag, "rb") as handle:
+            head = handle.read(1024)
+    except OSError:
+        return False
+    return head.startswith(TAG_SIGNATURE) and _TAG_OWNER in head
+
+
+def _is_legacy(directory: str) -> bool:
+    try:
+        names = os.listdir(directory)
+        if ".gitignore" not in names:
+            return False
+        for name in names:
+            if not stat.S_ISREG(os.lstat(os.path.join(directory, name)).st_mode):
+                return False
+            if name != ".gitignore" and not _LEGACY_FILE.fullmatch(name):
+                return False
+        with open(os.path.join(directory, ".gitignore"), encoding="utf-8") as handle:
+            return handle.read(len(GITIGNORE) + 1) == GITIGNORE
+    except (OSError, ValueError):
+        return False
+
+
+def not_a_cache(directory: str) -> str:
+    return f"{directory} is not a devlint cache (no {TAG_NAME} written by devlint)"
+
+
+def kind(path: str) -> str:
+    """The kind of file, as the checker tells them apart: the same bytes are checked differently."""
+    if path.endswith(".ipynb"):
+        return ".ipynb"
+    return ".pyi" if path.endswith(".pyi") else ".py"
 
 
 class ResultCache:
+    kind = staticmethod(kind)
+
     def __init__(self, directory: str, settings_key: str) -> None:
         self.directory = directory
-        digest = hashlib.sha256(f"{__version__}\0{settings_key}".encode()).hexdigest()[:20]
+        # The interpreter is in the name too: the tokenizer and parser the rules rely on change with it.
+        digest = hashlib.sha256(f"{__version__}\0{FORMAT}\0{sys.implementation.cache_tag}\0{settings_key}"
+                                .encode("utf-8", "surrogatepass")).hexdigest()[:20]
         self.path = os.path.join(directory, f"results-{digest}.json")
         self.warnings: list[str] = []
-        self.entries: dict[str, list] = {}
+        self.entries: dict[str, object] = {}
         self.changed = False
+        self.usable = True
+        self._corrupt = 0
+        if os.path.lexists(directory) and not is_cache_dir(directory):
+            self._refuse()
+            return
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                data = json.load(handle)
-            if data.get("version") != __version__ or not isinstance(data.get("entries"), dict):
+            with open(self.path, "rb") as handle:
+                data = json.loads(handle.read())
+            if not isinstance(data, dict) or data.get("version") != __version__ or data.get("format") != FORMAT \
+                    or not isinstance(data.get("entries"), dict):
                 raise ValueError("unexpected layout")
             self.entries = data["entries"]
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, AttributeError) as exc:
-            self.warnings.append(f"{self.path}: ignoring an unreadable cache ({exc})")
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:
+            self.warnings.append(f"{self.path}: ignoring an unreadable cache ({_short(exc)})")
+
+    def _refuse(self) -> None:
+        self.usable = False
+        self.entries = {}
+        self.warnings.append(f"{not_a_cache(self.directory)}; the cache is not used: "
+                             "name a new folder with --cache-dir")
 
     @staticmethod
-    def key(data: bytes, codes: tuple[str, ...]) -> str:
-        return hashlib.sha256(data + b"\0" + ",".join(codes).encode()).hexdigest()
+    def key(data: bytes, codes: tuple[str, ...], kind: str) -> str:
+        head = f"{kind}\0{','.join(codes)}\0".encode("utf-8", "surrogatepass")
+        return hashlib.sha256(head + data).hexdigest()
 
-    def get(self, key: str) -> list[Finding] | None:
+    def get(self, key: str, codes: tuple[str, ...]) -> list[Finding] | None:
+        """The cached findings for `key`, if an entry holds valid ones for these rule codes."""
         raw = self.entries.get(key)
         if raw is None:
             return None
-        try:
-            return [_finding(item) for item in raw]
-        except (KeyError, TypeError, ValueError) as exc:
-            self.warnings.append(f"{self.path}: ignoring a corrupt cache entry ({exc})")
+        findings = _entry_findings(key, raw, codes)
+        if findings is None:
+            self._corrupt += 1
             self.entries.pop(key, None)
-            return None
+        return findings
 
     def put(self, key: str, findings: list[Finding]) -> None:
-        self.entries[key] = [asdict(f) for f in findings]
+        self.entries[key] = make_entry(key, json.loads(json.dumps([asdict(f) for f in findings])))
         self.changed = True
 
     def save(self) -> None:
-        if not self.changed:
+        if self._corrupt:
+            count = self._corrupt
+            self.warnings.append(f"{self.path}: ignored {count} corrupt cache entr{'y' if count == 1 else 'ies'} "
+                                 "(checked again)")
+            self._corrupt = 0
+        if not self.changed or not self.usable:
             return
         try:
-            os.makedirs(self.directory, exist_ok=True)
-            ignore = os.path.join(self.directory, ".gitignore")
-            if not os.path.exists(ignore):
-                with open(ignore, "w", encoding="utf-8") as handle:
-                    handle.write("# Automatically created by devlint.\n*\n")
+            if not self._claim_directory():
+                self._refuse()
+                return
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".results-", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"version": __version__, "entries": self.entries}, handle)
-            os.replace(tmp, self.path)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump({"version": __version__, "format": FORMAT, "entries": self.entries}, handle,
+                              separators=(",", ":"))
+                os.replace(tmp, self.path)
+            except BaseException:
+                _remove_quietly(tmp)
+                raise
+            self.changed = False
         except OSError as exc:
             self.warnings.append(f"{self.directory}: cannot write the cache ({exc.strerror or exc})")
 
+    def _claim_directory(self) -> bool:
+        """Make sure the folder is devlint's: create it (marker and .gitignore first) or find the marker."""
+        directory = self.directory
+        if os.path.lexists(directory):
+            if _has_tag(directory):
+                return True
+            if _is_legacy(directory):
+                _write_atomically(directory, TAG_NAME, TAG)
+                return True
+            return False
+        # Build the folder under a temporary name, then rename it into place: no one ever sees the
+        # cache folder without its marker, and of two runs creating it at once one wins, cleanly.
+        absolute = os.path.abspath(directory)
+        parent = os.path.dirname(absolute)
+        os.makedirs(parent, exist_ok=True)
+        building = os.path.join(parent, f".{os.path.basename(absolute)}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+        os.mkdir(building)
+        try:
+            with open(os.path.join(building, TAG_NAME), "wb") as handle:
+                handle.write(TAG)
+            with open(os.path.join(building, ".gitignore"), "w", encoding="utf-8") as handle:
+                handle.write(GITIGNORE)
+            try:
+                os.rename(building, absolute)
+                return True
+            except OSError:
+                if not os.path.lexists(absolute):
+                    raise
+        finally:
+            if os.path.lexists(building):
+                for name in (TAG_NAME, ".gitignore"):
+                    _remove_quietly(os.path.join(building, name))
+                try:
+                    os.rmdir(building)
+                except OSError:
+                    pass
+        return _has_tag(directory)  # another run created it meanwhile
 
-def _position(raw: dict) -> Position:
-    return Position(int(raw["line"]), int(raw["column"]))
+
+def _write_atomically(directory: str, name: str, content: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.replace(tmp, os.path.join(directory, name))
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
 
 
-def _finding(raw: dict) -> Finding:
-    fix = raw.get("fix")
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return str(exc.strerror or exc)
+    if isinstance(exc, (RecursionError, MemoryError)):
+        return "too deeply nested or too large"
+    return str(exc)[:200]
+
+
+# -- entries -----------------------------------------------------------------------------------------------
+def _checksum(key: str, findings: list) -> str:
+    text = json.dumps(findings, separators=(",", ":"))
+    return hashlib.sha256(f"{key}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def make_entry(key: str, findings: list) -> list:
+    """The stored form of a file's findings (as JSON values): [checksum, findings]."""
+    return [_checksum(key, findings), findings]
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _entry_findings(key: str, raw: object, codes: tuple[str, ...]) -> list[Finding] | None:
+    """The findings of a stored entry; None unless it is exactly what devlint wrote for `key`."""
+    try:
+        if type(raw) is not list or len(raw) != 2 or type(raw[0]) is not str or type(raw[1]) is not list:
+            return None
+        if raw[0] != _checksum(key, raw[1]):
+            return None
+        allowed = frozenset(codes)
+        return [_finding(item, allowed) for item in raw[1]]
+    except (_Invalid, ValueError, TypeError, RecursionError):
+        return None
+
+
+_FINDING_KEYS = frozenset({"code", "name", "message", "start", "end", "fix", "suppress_lines", "cell"})
+_FIX_KEYS = frozenset({"title", "applicability", "edits", "needs_device"})
+_EDIT_KEYS = frozenset({"start", "end", "content"})
+_POSITION_KEYS = frozenset({"line", "column"})
+_APPLICABILITIES = {a.value: a for a in Applicability}
+
+
+def _fields(raw: object, keys: frozenset) -> dict:
+    if type(raw) is not dict or raw.keys() != keys:
+        raise _Invalid
+    return raw
+
+
+def _int(value: object, minimum: int) -> int:
+    if type(value) is not int or value < minimum:
+        raise _Invalid
+    return value
+
+
+def _str(value: object) -> str:
+    if type(value) is not str:
+        raise _Invalid
+    return value
+
+
+def _range(raw: dict) -> tuple[Position, Position]:
+    positions = []
+    for side in ("start", "end"):
+        fields = _fields(raw[side], _POSITION_KEYS)
+        positions.append(Position(_int(fields["line"], 1), _int(fields["column"], 0)))
+    if positions[0] > positions[1]:
+        raise _Invalid
+    return positions[0], positions[1]
+
+
+def _finding(raw: object, codes: frozenset) -> Finding:
+    raw = _fields(raw, _FINDING_KEYS)
+    code = _str(raw["code"])
+    info = INFO_BY_CODE.get(code)
+    if info is None or code not in codes or raw["name"] != info.name:
+        raise _Invalid
+    start, end = _range(raw)
+    fix = raw["fix"]
     if fix is not None:
-        fix = Fix(fix["title"], Applicability(fix["applicability"]),
-                  tuple(Edit(_position(e["start"]), _position(e["end"]), e["content"]) for e in fix["edits"]),
-                  bool(fix["needs_device"]))
-    return Finding(raw["code"], raw["name"], raw["message"], _position(raw["start"]), _position(raw["end"]), fix,
-                   tuple(raw.get("suppress_lines", ())), raw.get("cell"))
+        fix = _fields(fix, _FIX_KEYS)
+        applicability = _APPLICABILITIES.get(fix["applicability"]) if type(fix["applicability"]) is str else None
+        if applicability is None or type(fix["edits"]) is not list or type(fix["needs_device"]) is not bool:
+            raise _Invalid
+        edits = []
+        for edit in fix["edits"]:
+            edit = _fields(edit, _EDIT_KEYS)
+            edits.append(Edit(*_range(edit), _str(edit["content"])))
+        fix = Fix(_str(fix["title"]), applicability, tuple(edits), fix["needs_device"])
+    if type(raw["suppress_lines"]) is not list:
+        raise _Invalid
+    suppress_lines = tuple(_int(line, 1) for line in raw["suppress_lines"])
+    cell = raw["cell"]
+    if cell is not None:
+        _int(cell, 1)
+    return Finding(code, info.name, _str(raw["message"]), start, end, fix, suppress_lines, cell)
 
 
 def settings_key(config) -> str:
-    """Everything besides the file's bytes that changes what a check reports."""
+    """Everything besides the file's bytes, kind and applicable rules that changes what a check
+    reports. Not here, on purpose: fix and unsafe_fixes (a result with fixes applied is never cached,
+    and without any, --fix reports what a check does), add_noqa (never cached), and root (it only
+    decides the rules that apply to a file, which are in each entry's key)."""
     return repr((sorted(config.codes()), config.per_file_ignores, config.fix_options,
                  config.ignore_noqa, config.max_file_size))

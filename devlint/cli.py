@@ -229,17 +229,32 @@ def _refuse_input_as_output(output_file: str, inputs: list[str]) -> None:
 @main.command()
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="The cache folder to remove.")
 def clean(cache_dir: str | None) -> None:
-    """Remove the result cache (.devlint_cache in the project root)."""
+    """Remove the result cache (.devlint_cache in the project root).
+
+    Only a folder devlint made its cache (it holds devlint's CACHEDIR.TAG) is removed; anything
+    else, a symbolic link included, is refused (exit 2).
+    """
+    import shutil
+
+    from devlint.cache import is_cache_dir, not_a_cache
+
     try:
         root = settings.resolve(["."], None, False).root
     except ConfigError:
         root = os.getcwd()
     target = cache_dir or os.path.join(root, CACHE_DIR_NAME)
-    if os.path.isdir(target):
-        import shutil
-
-        shutil.rmtree(target)
-        click.echo(f"Removed {target}")
+    path = os.path.abspath(target)  # also drops a trailing slash, which would make a link look like its folder
+    if os.path.islink(path):
+        _fail(f"{target} is a symbolic link; not removed (remove the link, or clean the folder it points to)")
+    if not os.path.lexists(path):
+        return
+    if not os.path.isdir(path) or not is_cache_dir(path):
+        _fail(f"{not_a_cache(target)}; not removed")
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        _fail(f"{target}: cannot remove the cache: {exc.strerror or exc}")
+    click.echo(f"Removed {target}")
 
 
 @main.command()

@@ -65,6 +65,8 @@ def check_file(path: str, config: Config, *, write: bool, data: bytes | None = N
 def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
                 cache: ResultCache | None = None) -> list[FileResult]:
     """Results in the order of `paths`, whatever order the workers finish in."""
+    from devlint.source import SourceError
+
     results: list[FileResult | None] = [None] * len(paths)
     keys: dict[int, str] = {}
     todo: list[int] = []
@@ -76,11 +78,20 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         if problem is not None:
             results[index] = problem
             continue
-        keys[index] = cache.key(data, config.codes_for(path))
-        cached = cache.get(keys[index])
-        if cached is not None and not (write and _has_applicable_fix(cached, config)):
-            # The source is kept for the formats that quote it (full, gitlab).
-            results[index] = FileResult(path, findings=cached, original_source=decode(data).text if cached else None)
+        codes = config.codes_for(path)
+        keys[index] = cache.key(data, codes, cache.kind(path))
+        cached = cache.get(keys[index], codes)
+        # --add-noqa writes a directive for every finding, whatever its fix: only a file the cache
+        # knows to have none is not checked.
+        if cached is not None and not (write and _has_applicable_fix(cached, config)) \
+                and not (config.add_noqa and cached):
+            try:
+                # The source is kept for the formats that quote it (full, gitlab).
+                source = decode(data).text if cached else None
+            except SourceError:  # such bytes were never cached by devlint: a forged entry
+                todo.append(index)
+                continue
+            results[index] = FileResult(path, findings=cached, original_source=source)
         else:
             todo.append(index)
 
