@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 
 DEFAULT_EXCLUDES = frozenset({
@@ -22,9 +23,14 @@ class Discovered:
 
 
 def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude: tuple[str, ...] = (),
-             root: str = ".") -> Discovered:
+             root: str = ".", follow_links: bool = False) -> Discovered:
     """Files to check. `exclude` (gitignore-style globs relative to `root`) replaces the default
-    folder list; `extend_exclude` adds to it. Both apply to walked folders, not to named files."""
+    folder list; `extend_exclude` adds to it. Both apply to walked folders, not to named files.
+
+    Each real file is listed once, under the first name that reaches it. A walk does not follow a
+    symbolic link (to a folder or a file) that leads out of `root` and of the folder named, unless
+    `follow_links`: --fix would rewrite files that are not the project's. A link named in `paths`
+    is always followed: the user asked for it."""
     files: list[str] = []
     errors: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -39,13 +45,23 @@ def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude:
     patterns = [*(exclude or ()), *extend_exclude]
     excluded = _Excluded(patterns, root, names)
     for path in paths:
-        if os.path.isdir(path):
-            for found, key in _walk(path, errors, excluded):
+        try:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            if os.path.lexists(path):
+                add(path)  # a dangling link: reading it says so
+            else:
+                errors.append((path, "no such file or directory"))
+            continue
+        except OSError as exc:  # e.g. in a folder without search (x) permission: say so, not "no such file"
+            errors.append((path, f"cannot read: {exc.strerror or exc}"))
+            continue
+        if is_dir:
+            within = None if follow_links else (os.path.realpath(root), os.path.realpath(path))
+            for found, key in _walk(path, errors, excluded, within):
                 add(found, key)
-        elif os.path.lexists(path):
-            add(path)  # explicit files are checked whatever their name; reading may still fail
         else:
-            errors.append((path, "no such file or directory"))
+            add(path)  # explicit files are checked whatever their name; reading may still fail
     return Discovered(files, errors)
 
 
@@ -138,8 +154,9 @@ class _Excluded:
         return self.match(relative + ("/" if is_dir else ""))
 
 
-def _walk(root: str, errors: list[tuple[str, str]], excluded: _Excluded):
-    """(path, os.path.realpath(path)) for each Python file under `root` that is not excluded."""
+def _walk(root: str, errors: list[tuple[str, str]], excluded: _Excluded, within: tuple[str, ...] | None):
+    """(path, os.path.realpath(path)) for each Python file under `root` that is not excluded, not
+    reached through a link leading out of the real folders `within` (None: any link is followed)."""
     ignores = _GitIgnores(root)
     visited: set[tuple[int, int]] = set()
     # The real path of each folder to walk, from its parent's: one lstat per entry instead of one
@@ -147,18 +164,24 @@ def _walk(root: str, errors: list[tuple[str, str]], excluded: _Excluded):
     real = {root: os.path.realpath(root)}
 
     def on_error(exc: OSError) -> None:
-        errors.append((exc.filename or root, exc.strerror or str(exc)))
+        errors.append((exc.filename or root, f"cannot read: {exc.strerror or exc}"))
 
-    def real_path(path: str, parent: str, name: str) -> str:
-        return os.path.realpath(path) if os.path.islink(path) else os.path.join(parent, name)
+    def real_path(path: str, parent: str, name: str) -> str | None:
+        """None for a link out of `within`."""
+        if not os.path.islink(path):
+            return os.path.join(parent, name)
+        target = os.path.realpath(path)
+        if within is None or any(_is_within(target, folder) for folder in within):
+            return target
+        return None
 
     join = os.path.join
     for directory, subdirs, filenames in os.walk(root, onerror=on_error, followlinks=True):
-        stat = os.stat(directory)
-        if (stat.st_dev, stat.st_ino) in visited:  # a symlink loop
+        info = os.stat(directory)
+        if (info.st_dev, info.st_ino) in visited:  # a symlink loop
             subdirs[:] = []
             continue
-        visited.add((stat.st_dev, stat.st_ino))
+        visited.add((info.st_dev, info.st_ino))
         ignores.enter(directory)
         absolute = os.path.abspath(directory)
         real_directory = real.pop(directory, None) or os.path.realpath(directory)
@@ -167,8 +190,10 @@ def _walk(root: str, errors: list[tuple[str, str]], excluded: _Excluded):
             path = join(directory, d)
             full = join(absolute, d)
             if not excluded(path, True, full) and not ignores.ignored(full, is_dir=True):
-                kept.append(d)
-                real[path] = real_path(path, real_directory, d)
+                target = real_path(path, real_directory, d)
+                if target is not None:
+                    kept.append(d)
+                    real[path] = target
         subdirs[:] = sorted(kept)
         for name in sorted(filenames):
             if not name.endswith(PYTHON_SUFFIXES):
@@ -176,7 +201,13 @@ def _walk(root: str, errors: list[tuple[str, str]], excluded: _Excluded):
             path = join(directory, name)
             full = join(absolute, name)
             if not excluded(path, False, full) and not ignores.ignored(full, is_dir=False):
-                yield path, real_path(path, real_directory, name)
+                target = real_path(path, real_directory, name)
+                if target is not None:
+                    yield path, target
+
+
+def _is_within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 class _GitIgnores:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from dataclasses import replace
 
 from devlint.cache import ResultCache
 from devlint.config import Config
 from devlint.model import FileError, FileResult
-from devlint.source import decode, encode, write_atomic
+from devlint.source import NotWritten, decode, encode, write_fixed
 
 # A fully cached run reads, hashes and reports: it imports neither LibCST (see check_file) nor
 # multiprocessing (see _in_workers).
@@ -44,6 +45,7 @@ def read(path: str, config: Config) -> tuple[bytes | None, FileResult | None]:
 
 
 def check_file(path: str, config: Config, *, write: bool, data: bytes | None = None) -> FileResult:
+    """Check one file (its bytes `data` when given, else read) and, with `write`, write its fixes."""
     from devlint.engine import check_source  # LibCST is loaded only when something is checked
 
     if data is None:
@@ -54,12 +56,24 @@ def check_file(path: str, config: Config, *, write: bool, data: bytes | None = N
     if write and result.fixed_source is not None and result.error is None:
         encoding = "utf-8" if path.endswith(".ipynb") else decode(data).encoding
         try:
-            write_atomic(path, encode(result.fixed_source, encoding))
+            write_fixed(path, encode(result.fixed_source, encoding), expected=data)
         except UnicodeEncodeError as exc:
-            result.error = FileError(f"cannot write fixes: not representable in {encoding}: {exc.reason}")
+            _not_written(result, data, config, f"cannot write fixes: not representable in {encoding}: {exc.reason}")
+        except NotWritten as exc:
+            _not_written(result, data, config, str(exc))
         except OSError as exc:
-            result.error = FileError(f"cannot write fixes: {exc.strerror or exc}")
+            _not_written(result, data, config, f"cannot write fixes: {exc.strerror or exc}")
     return result
+
+
+def _not_written(result: FileResult, data: bytes, config: Config, message: str) -> None:
+    """A fix that did not reach the disk is no fix: report the file as it still is, with the error."""
+    from devlint.engine import check_source
+
+    unchanged = check_source(result.path, data, replace(config, fix=False, add_noqa=False))
+    result.findings = unchanged.findings
+    result.fixed_source, result.applied, result.added_noqa = None, [], 0
+    result.error = FileError(message)
 
 
 def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
@@ -114,8 +128,29 @@ def _has_applicable_fix(findings, config: Config) -> bool:
     return any(fixable(f, config) for f in findings)
 
 
+# In a worker: set when devlint was interrupted (Ctrl-C); the worker then checks nothing more.
+_stop = None
+
+
 def _check_chunk(paths: list[str], config: Config, write: bool) -> list[FileResult]:
-    return [check_file(path, config, write=write) for path in paths]
+    results = []
+    for path in paths:
+        if _stop is not None and _stop.is_set():
+            break  # devlint is gone: nobody reads these results
+        results.append(check_file(path, config, write=write))
+    return results
+
+
+def _start_worker(parent: int, stop) -> None:
+    """In a worker: ignore Ctrl-C, which a terminal sends to the whole process group. Interrupted
+    mid-file, a worker would drop that file and take the next from the queue; instead devlint sets
+    `stop`, and each worker ends the file in hand (a fix is never left half written) and stops."""
+    import signal
+
+    global _stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _stop = stop
+    _exit_with_parent(parent)
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -136,6 +171,9 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> list[FileResult]:
+    """Check `paths` in `jobs` worker processes. Ctrl-C (KeyboardInterrupt) is raised at once: the
+    queued files are dropped and the workers stop after the file in hand."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -148,14 +186,24 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> lis
     chunks = [list(range(i, min(i + size, len(paths)))) for i in range(0, len(paths), size)]
     results: dict[int, FileResult] = {}
     suspects: list[int] = []
-    pool_options = {"mp_context": _mp_context(), "initializer": _exit_with_parent, "initargs": (os.getpid(),)}
-    with ProcessPoolExecutor(jobs, **pool_options) as pool:
+    context = _mp_context()
+    stop = (context or multiprocessing).Event()
+    pool_options = {"mp_context": context, "initializer": _start_worker, "initargs": (os.getpid(), stop)}
+    pool = ProcessPoolExecutor(jobs, **pool_options)
+    try:
         futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write): chunk for chunk in chunks}
         for future in as_completed(futures):
             try:
                 results.update(zip(futures[future], future.result()))
             except BrokenProcessPool:
                 suspects.extend(futures[future])
+    except BaseException:
+        # Ctrl-C: waiting for the pool (what leaving a `with` block does) would check and fix every
+        # queued file first.
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     # A worker died (a crash in native code, the memory limit): retry those files one by one, each
     # alone in a fresh worker, so that only the file that kills it is reported.
     for index in sorted(suspects):

@@ -1,11 +1,16 @@
-"""Bytes <-> text for Python sources, keeping encoding, BOM and line endings; atomic writes."""
+"""Bytes <-> text for Python sources, keeping encoding, BOM and line endings; safe writes of fixes."""
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
 import os
+import re
+import signal
+import stat
 import tempfile
+import threading
 import tokenize
 from dataclasses import dataclass
 
@@ -48,17 +53,60 @@ def encode(text: str, encoding: str) -> bytes:
     return text.encode(encoding)
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace `path` by `data` so that a reader (or a crash) never sees a partial file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=".devlint-", suffix=".tmp", dir=directory)
+class NotWritten(Exception):
+    """devlint refused to write a file's fixes; the message says why."""
+
+
+# A temporary file carries the pid of the process writing it: a later run removes those whose process
+# is gone (a SIGKILL leaves them behind), and only those.
+_TEMPORARY = re.compile(r"\.devlint-([1-9][0-9]{0,9})-[a-z0-9_]+\.tmp")
+_swept: set[str] = set()  # folders this process already cleaned
+
+
+def write_fixed(path: str, data: bytes, *, expected: bytes | None = None) -> None:
+    """Write `data` over the file at `path`, losing nothing else of the user's.
+
+    - Through symbolic links: the real file gets the fix, the link stays a link.
+    - A file nobody may write (no w bit) is refused, even for root: the user made it read-only.
+    - `expected` is what was read and checked: when the file no longer holds it (an editor saved it
+      meanwhile), the fix is refused rather than written over the edit. The comparison is made just
+      before the write; a save in the microseconds between the two is the one race left (no lock).
+    - A file with one link is replaced atomically: a temporary file in its folder, flushed to disk,
+      given the file's mode and owner, then renamed over it. A reader or a crash sees the old bytes
+      or the new ones, never a mix.
+    - A file with other hard links, or whose owner this process cannot give a new file (not root),
+      is rewritten in place instead: a rename would split it from its other names or change its
+      owner. That write is not atomic against a crash, but Ctrl-C waits for it to end.
+
+    Raises NotWritten (a refusal) or OSError.
+    """
+    real = os.path.realpath(path)
+    info = os.stat(real)
+    if not info.st_mode & 0o222:
+        raise NotWritten("read-only file; fixes not written")
+    if info.st_nlink > 1 or not _replace(real, data, info, expected):
+        _rewrite_in_place(real, data, expected)
+
+
+def _replace(path: str, data: bytes, info: os.stat_result, expected: bytes | None) -> bool:
+    """Atomic write through a temporary file; False (nothing done) when the owner cannot be kept."""
+    directory = os.path.dirname(path)
+    _remove_stale_temporaries(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".devlint-{os.getpid()}-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        mine = os.stat(tmp)
+        if (mine.st_uid, mine.st_gid) != (info.st_uid, info.st_gid):
+            try:
+                os.chown(tmp, info.st_uid, info.st_gid)  # before chmod: chown may clear set-id bits
+            except PermissionError:
+                os.unlink(tmp)
+                return False
+        os.chmod(tmp, info.st_mode & 0o7777)
+        _refuse_if_changed(path, expected)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -66,3 +114,74 @@ def write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+    return True
+
+
+def _rewrite_in_place(path: str, data: bytes, expected: bytes | None) -> None:
+    with open(path, "r+b") as handle:
+        if expected is not None and handle.read() != expected:
+            raise NotWritten(_CHANGED)
+        with _ctrl_c_held():
+            handle.seek(0)
+            handle.write(data)
+            handle.truncate()
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+_CHANGED = "changed on disk while devlint was checking it; not written"
+
+
+def _refuse_if_changed(path: str, expected: bytes | None) -> None:
+    if expected is None:
+        return
+    with open(path, "rb") as handle:
+        if handle.read() != expected:
+            raise NotWritten(_CHANGED)
+
+
+@contextlib.contextmanager
+def _ctrl_c_held():
+    """Deliver a Ctrl-C that arrives inside the block only once the block is done."""
+    if threading.current_thread() is not threading.main_thread() or not callable(signal.getsignal(signal.SIGINT)):
+        yield  # signals are handled elsewhere, or ignored (devlint's workers)
+        return
+    held: list = []
+    previous = signal.signal(signal.SIGINT, lambda *received: held.append(received))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            previous(*held[0])
+
+
+def _remove_stale_temporaries(directory: str) -> None:
+    """Remove the temporary files that killed devlint processes left in `directory` (once per folder)."""
+    if directory in _swept or os.name != "posix":  # (os.kill(pid, 0) terminates the process on Windows)
+        return
+    _swept.add(directory)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        match = _TEMPORARY.fullmatch(name)
+        if match is None or _alive(int(match[1])):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+        except OSError:
+            pass  # another run removed it first, or it is not ours to remove
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True  # someone else's process (EPERM), or not a pid we can ask about: leave its file
+    return True

@@ -4,6 +4,7 @@ bytes, never a partial write (temporary file in the same folder + os.replace).""
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ x_{i}.to("cpu")
 """ + "\n".join(f"# filler line {n} " + "x" * 60 for n in range(200)) + "\n"
 
 FILES = 300
+TEMPORARY = re.compile(r"\.devlint-[0-9]+-[a-z0-9_]+\.tmp")
 
 
 def _devlint(folder: Path) -> subprocess.Popen:
@@ -63,14 +65,20 @@ def test_sigkill_never_leaves_a_partial_file(tmp_path):
             states.append(data == fixed[path.name])
         assert len(states) == FILES
         partial_states += 0 < sum(states) < FILES
-        # A kill may leave a temporary file behind (no cleanup runs); never a .py one.
-        assert all(p.suffix == ".tmp" for p in work.iterdir() if p.suffix != ".py")
+        # A kill may leave a temporary file behind (no cleanup runs), never a .py one, and named with the
+        # writing process's pid so that a later run can tell it is stale.
+        assert all(TEMPORARY.fullmatch(p.name) for p in work.iterdir() if p.suffix != ".py")
     assert partial_states >= 1, "no kill landed in the middle of a run: the test proved nothing"
     # ... and the killed run's worker processes do not linger, waiting for work that never comes
     deadline = time.monotonic() + 15
     while _processes_mentioning(str(tmp_path)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _processes_mentioning(str(tmp_path)) == []
+    # A later --fix removes the temporary files the killed run left where it writes.
+    left = [work for work in sorted(tmp_path.glob("trial*")) if any(p.suffix == ".tmp" for p in work.iterdir())]
+    for work in left[:1]:
+        assert _devlint(work).wait(timeout=600) == 0
+        assert sorted(p.name for p in work.iterdir()) == sorted(before)
 
 
 def _processes_mentioning(text: str) -> list[int]:
