@@ -89,6 +89,33 @@ def test_read_only_file_is_refused_even_for_root(tmp_path):
     assert "(1 fixed, 1 remaining)" in result.output  # the refused fix is not counted
 
 
+def test_ctrl_c_during_an_in_place_write_waits_for_the_write_to_end(tmp_path, monkeypatch):
+    path = write(tmp_path / "a.py", BUGGY + "# a long tail " + "x" * 500 + "\n")
+    os.link(path, tmp_path / "twin.txt")  # written in place: truncating comes after writing
+
+    class CtrlCBeforeTruncate:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.handle.__exit__(*exc)
+
+        def truncate(self, *args):
+            os.kill(os.getpid(), signal.SIGINT)
+            return self.handle.truncate(*args)
+
+    monkeypatch.setattr(source, "open", lambda *args: CtrlCBeforeTruncate(open(*args)), raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        source.write_fixed(str(path), b"short\n")
+    assert path.read_bytes() == b"short\n"  # not b"short\n" followed by the old file's tail
+
+
 # -- 3. an edit saved while devlint checks the file ---------------------------------------------------
 @pytest.mark.parametrize("links", [1, 2], ids=["replaced", "in-place"])
 def test_file_edited_during_the_check_is_not_overwritten(tmp_path, monkeypatch, links):
