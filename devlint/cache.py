@@ -137,7 +137,7 @@ class ResultCache:
         return findings
 
     def put(self, key: str, findings: list[Finding]) -> None:
-        self.entries[key] = make_entry(key, json.loads(json.dumps([asdict(f) for f in findings])))
+        self.entries[key] = make_entry(key, [asdict(f) for f in findings])
         self.changed = True
 
     def save(self) -> None:
@@ -231,14 +231,18 @@ def _short(exc: BaseException) -> str:
 
 
 # -- entries -----------------------------------------------------------------------------------------------
-def _checksum(key: str, findings: list) -> str:
-    text = json.dumps(findings, separators=(",", ":"))
+def _checksum(key: str, text: str) -> str:
     return hashlib.sha256(f"{key}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def make_entry(key: str, findings: list) -> list:
-    """The stored form of a file's findings (as JSON values): [checksum, findings]."""
-    return [_checksum(key, findings), findings]
+    """The stored form of a file's findings (JSON values): [checksum, the findings as JSON text].
+
+    The findings are kept as text so that checking the checksum is hashing a string, and only the
+    entries a run looks up are parsed.
+    """
+    text = json.dumps(findings, separators=(",", ":"))
+    return [_checksum(key, text), text]
 
 
 class _Invalid(Exception):
@@ -248,12 +252,15 @@ class _Invalid(Exception):
 def _entry_findings(key: str, raw: object, codes: tuple[str, ...]) -> list[Finding] | None:
     """The findings of a stored entry; None unless it is exactly what devlint wrote for `key`."""
     try:
-        if type(raw) is not list or len(raw) != 2 or type(raw[0]) is not str or type(raw[1]) is not list:
+        if type(raw) is not list or len(raw) != 2 or type(raw[0]) is not str or type(raw[1]) is not str:
             return None
         if raw[0] != _checksum(key, raw[1]):
             return None
+        items = json.loads(raw[1])
+        if type(items) is not list:
+            return None
         allowed = frozenset(codes)
-        return [_finding(item, allowed) for item in raw[1]]
+        return [_finding(item, allowed) for item in items]
     except (_Invalid, ValueError, TypeError, RecursionError):
         return None
 
@@ -271,12 +278,6 @@ def _fields(raw: object, keys: frozenset) -> dict:
     return raw
 
 
-def _int(value: object, minimum: int) -> int:
-    if type(value) is not int or value < minimum:
-        raise _Invalid
-    return value
-
-
 def _str(value: object) -> str:
     if type(value) is not str:
         raise _Invalid
@@ -284,20 +285,25 @@ def _str(value: object) -> str:
 
 
 def _range(raw: dict) -> tuple[Position, Position]:
-    positions = []
-    for side in ("start", "end"):
-        fields = _fields(raw[side], _POSITION_KEYS)
-        positions.append(Position(_int(fields["line"], 1), _int(fields["column"], 0)))
-    if positions[0] > positions[1]:
+    """The start and end of a finding or edit: lines from 1, columns from 0, start not after end."""
+    start, end = raw["start"], raw["end"]
+    if type(start) is not dict or type(end) is not dict or start.keys() != _POSITION_KEYS \
+            or end.keys() != _POSITION_KEYS:
         raise _Invalid
-    return positions[0], positions[1]
+    line, column, end_line, end_column = start["line"], start["column"], end["line"], end["column"]
+    if type(line) is not int or type(column) is not int or type(end_line) is not int \
+            or type(end_column) is not int or line < 1 or column < 0 or (line, column) > (end_line, end_column):
+        raise _Invalid
+    return Position(line, column), Position(end_line, end_column)
 
 
 def _finding(raw: object, codes: frozenset) -> Finding:
     raw = _fields(raw, _FINDING_KEYS)
-    code = _str(raw["code"])
+    code = raw["code"]
+    if type(code) is not str or code not in codes:
+        raise _Invalid
     info = INFO_BY_CODE.get(code)
-    if info is None or code not in codes or raw["name"] != info.name:
+    if info is None or raw["name"] != info.name:
         raise _Invalid
     start, end = _range(raw)
     fix = raw["fix"]
@@ -306,18 +312,15 @@ def _finding(raw: object, codes: frozenset) -> Finding:
         applicability = _APPLICABILITIES.get(fix["applicability"]) if type(fix["applicability"]) is str else None
         if applicability is None or type(fix["edits"]) is not list or type(fix["needs_device"]) is not bool:
             raise _Invalid
-        edits = []
-        for edit in fix["edits"]:
-            edit = _fields(edit, _EDIT_KEYS)
-            edits.append(Edit(*_range(edit), _str(edit["content"])))
-        fix = Fix(_str(fix["title"]), applicability, tuple(edits), fix["needs_device"])
-    if type(raw["suppress_lines"]) is not list:
+        edits = tuple(Edit(*_range(_fields(edit, _EDIT_KEYS)), _str(edit["content"])) for edit in fix["edits"])
+        fix = Fix(_str(fix["title"]), applicability, edits, fix["needs_device"])
+    suppress_lines = raw["suppress_lines"]
+    if type(suppress_lines) is not list or any(type(line) is not int or line < 1 for line in suppress_lines):
         raise _Invalid
-    suppress_lines = tuple(_int(line, 1) for line in raw["suppress_lines"])
     cell = raw["cell"]
-    if cell is not None:
-        _int(cell, 1)
-    return Finding(code, info.name, _str(raw["message"]), start, end, fix, suppress_lines, cell)
+    if cell is not None and (type(cell) is not int or cell < 1):
+        raise _Invalid
+    return Finding(code, info.name, _str(raw["message"]), start, end, fix, tuple(suppress_lines), cell)
 
 
 def settings_key(config) -> str:

@@ -102,13 +102,14 @@ def test_clean_refuses_a_marker_that_is_a_symbolic_link(project):
     assert (project / "src" / "keep.py").is_file()
 
 
-def test_clean_refuses_a_cache_folder_that_is_a_symbolic_link(project):
+@pytest.mark.parametrize("link", ["linked-cache", "linked-cache/"])
+def test_clean_refuses_a_cache_folder_that_is_a_symbolic_link(project, link):
     run("src", "--cache-dir", "real-cache", cwd=project)
     os.symlink(project / "real-cache", project / "linked-cache")
     before = snapshot(project)
-    result = run("clean", "--cache-dir", "linked-cache", cwd=project)
+    result = run("clean", "--cache-dir", link, cwd=project)
     assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("devlint: error: linked-cache ")
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"devlint: error: {link} ")
     assert "symbolic link" in result.stderr and "Traceback" not in result.output
     assert (project / "linked-cache").is_symlink() and snapshot(project) == before
 
@@ -315,8 +316,9 @@ def _an_entry(tmp_path) -> tuple[ResultCache, str, list]:
     return cache, key, entry
 
 
-def _findings_of(entry):
-    return entry[1] if isinstance(entry, list) and len(entry) == 2 else entry
+def _findings_of(entry) -> list:
+    """The findings of a stored entry ([checksum, findings as JSON text]) as JSON values."""
+    return json.loads(entry[1])
 
 
 MUTATIONS = {
@@ -357,7 +359,7 @@ MUTATIONS = {
 def test_every_field_of_an_entry_is_validated(tmp_path, mutation):
     """Even an entry whose checksum was recomputed for the mutated findings is refused."""
     cache, key, entry = _an_entry(tmp_path)
-    bad = json.loads(json.dumps(_findings_of(entry)))
+    bad = _findings_of(entry)
     target = next(f for f in bad if f.get("fix") and f["fix"]["edits"]) if "fix" in mutation or "edit" in mutation \
         or "applicability" in mutation or "title" in mutation or "needs_device" in mutation else bad[0]
     MUTATIONS[mutation](target)
@@ -369,10 +371,10 @@ def test_every_field_of_an_entry_is_validated(tmp_path, mutation):
 def test_a_changed_but_well_formed_entry_is_a_miss(tmp_path):
     cache, key, entry = _an_entry(tmp_path)
     codes = ENTRY_CONFIG.codes()
-    moved = json.loads(json.dumps(entry))
-    _findings_of(moved)[0]["start"]["line"] += 1
-    _findings_of(moved)[0]["end"]["line"] += 1
-    cache.entries[key] = moved
+    moved = _findings_of(entry)
+    moved[0]["start"]["line"] += 1
+    moved[0]["end"]["line"] += 1
+    cache.entries[key] = [entry[0], json.dumps(moved, separators=(",", ":"))]  # the old checksum
     assert cache.get(key, codes) is None
     cache.entries["0" * 64] = entry  # another file's result, under this one's key
     assert cache.get("0" * 64, codes) is None
@@ -457,3 +459,63 @@ def test_a_corrupt_entry_gives_one_warning_and_is_checked_again(project, monkeyp
     result = run("src", "--output-format", "json", cwd=project)
     warnings = [line for line in result.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 1 and "corrupt" in warnings[0]
+
+
+def test_the_entry_layout_follows_the_model():
+    """The validator knows every field of a finding: a new field needs a check in devlint/cache.py."""
+    from devlint.model import Edit, Finding, Fix, Position
+
+    assert {f.name for f in fields(Finding)} == cache_module._FINDING_KEYS
+    assert {f.name for f in fields(Fix)} == cache_module._FIX_KEYS
+    assert {f.name for f in fields(Edit)} == cache_module._EDIT_KEYS
+    assert {f.name for f in fields(Position)} == cache_module._POSITION_KEYS
+
+
+def test_every_finding_of_the_fixtures_is_served_from_the_cache(tmp_path, monkeypatch):
+    """The validation refuses nothing devlint writes: a warm run over every fixture checks no file."""
+    root = Path(__file__).resolve().parent
+    paths = [str(p) for p in sorted(root.glob("fixtures/**/*.py")) + sorted(root.glob("fixtures_notebooks/*.ipynb"))
+             + sorted(root.parent.glob("examples/*.py"))]
+    for config in (Config(select=("ALL",)), Config(select=("ALL",), ignore_noqa=True)):
+        cache = ResultCache(str(tmp_path / "cache"), settings_key(config))
+        cold = runner.check_files(paths, config, write=False, cache=cache)
+        cache.save()
+        stored = sum(bool(r.findings) for r in cold if r.error is None and r.notice is None)
+        assert stored >= 8
+        checked = _count_checks(monkeypatch)
+        cache = ResultCache(str(tmp_path / "cache"), settings_key(config))
+        warm = runner.check_files(paths, config, write=False, cache=cache)
+        assert [r.findings for r in warm] == [r.findings for r in cold]
+        assert all(r.error is not None for r in cold if r.path in checked)  # only errors are checked again
+        assert cache.warnings == []
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_validator_never_raises_on_a_signed_mutated_entry(tmp_path, seed):
+    """What the checksum lets through (an entry re-signed after a change) still cannot crash a run."""
+    rng = random.Random(seed)
+    cache, key, entry = _an_entry(tmp_path)
+    for _ in range(50):
+        mutated = _findings_of(entry)
+        for _ in range(rng.randint(1, 3)):
+            mutated = _mutate(mutated, rng)
+        cache.entries[key] = cache_module.make_entry(key, mutated)
+        got = cache.get(key, ENTRY_CONFIG.codes())
+        assert got is None or all(f.code in ENTRY_CONFIG.codes() and f.start <= f.end for f in got)
+
+
+def test_fuzzed_entries_inside_their_text_are_misses(project):
+    """Changes inside an entry's findings text, checksum kept: every one is a miss."""
+    uncached = run("src", "--no-cache", "--output-format", "json", cwd=project)
+    rng = random.Random(7)
+    for _ in range(10):
+        run("src", cwd=project)
+        path = _results_file(project)
+        data = json.loads(path.read_text())
+        for key, (checksum, text) in list(data["entries"].items()):
+            if text != "[]":
+                data["entries"][key] = [checksum, json.dumps(_mutate(json.loads(text), rng), separators=(",", ":"))]
+        path.write_text(json.dumps(data))
+        result = run("src", "--output-format", "json", cwd=project)
+        assert findings(result) == findings(uncached) and result.exit_code == uncached.exit_code
