@@ -23,7 +23,7 @@ from devlint import engine, source
 from devlint.cli import main
 from devlint.config import Config
 from devlint.files import discover
-from devlint.runner import check_file, check_files
+from devlint.runner import check_file
 
 BUGGY = "import torch\nx = torch.zeros(3).cuda()\n"
 FIXED_MARK = ".to(device)"
