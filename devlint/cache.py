@@ -152,10 +152,13 @@ class ResultCache:
             if not self._claim_directory():
                 self._refuse()
                 return
+            # What a damaged file added besides entries of the stored shape is not kept.
+            entries = {key: value for key, value in self.entries.items()
+                       if type(value) is list and len(value) == 2 and type(value[0]) is str and type(value[1]) is str}
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".results-", suffix=".tmp")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump({"version": __version__, "format": FORMAT, "entries": self.entries}, handle,
+                    json.dump({"version": __version__, "format": FORMAT, "entries": entries}, handle,
                               separators=(",", ":"))
                 os.replace(tmp, self.path)
             except BaseException:
