@@ -156,8 +156,14 @@ def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
         return split_codes(given) if given is not None else tuple(values.get(option, ()))
 
     device_name = pick("device-name", "device")
-    if not device_name.isidentifier():
-        raise ConfigError(f"device-name: {device_name!r} is not a Python identifier")
+    from devlint.device_options import device_expression_problem, device_name_problem  # no LibCST
+
+    for key, problem in (("device-name", device_name_problem(device_name)),
+                         ("device-expression", device_expression_problem(pick("device-expression", "cuda")))):
+        if problem is not None:  # the fixer writes `NAME = EXPRESSION` into the user's file
+            given = options.get(key.replace("-", "_")) is not None
+            where = f"--{key}" if given else f"{file_settings.path}: [tool.devlint] {key}"
+            raise ConfigError(f"{where}: {pick(key)!r} {problem}")
     map_location = pick("map-location", "auto")
     if map_location not in ("auto", "device", "cpu"):
         raise ConfigError(f"{file_settings.path}: [tool.devlint] map-location must be auto, device or cpu")

@@ -75,7 +75,7 @@ class FileContext:
         if statement is None or statement not in self.positions:
             return ""
         line = self._lines[self.positions[statement].start.line - 1]
-        return line[: len(line) - len(line.lstrip(" \t"))]
+        return line[: len(line) - len(line.lstrip(" \t\f"))]  # LibCST counts a form feed in the indent
 
     @cached_property
     def _lines(self) -> list[str]:
@@ -155,7 +155,7 @@ class FileContext:
                     target = node.name
                 else:
                     target = node.target
-                for name in _target_names(target):
+                for name in target_names(target):
                     sites.setdefault(name.value, []).append(name)
         for param in self.nodes(cst.Param):
             sites.setdefault(param.name.value, []).append(param)
@@ -233,11 +233,12 @@ class FileContext:
         return KindInference(self, approximate=True)
 
 
-def _target_names(target: cst.CSTNode) -> list[cst.Name]:
+def target_names(target: cst.CSTNode) -> list[cst.Name]:
+    """The names an assignment (or `del`) target binds: `a`, `a, (b, *c)`; not attributes or subscripts."""
     if isinstance(target, cst.Name):
         return [target]
     if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
+        return [name for element in target.elements for name in target_names(element.value)]
     if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+        return target_names(target.value)
     return []

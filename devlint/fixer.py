@@ -8,10 +8,11 @@ import libcst as cst
 
 from devlint.context import FixOptions
 from devlint.model import Edit, Finding, Position
-from devlint.rules._device import device_expression, insertion_index
+from devlint.rules._device import definition_name, device_expression, has_star_import, insertion_index
 from devlint.syntax import module_torch_alias
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_INDENT = re.compile(r"[ \t]+")
 
 
 def line_offsets(text: str) -> list[int]:
@@ -25,12 +26,12 @@ def offset(offsets: list[int], position: Position) -> int:
 
 def apply_edits(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]:
     """Apply the edits of non-overlapping fixes (first come, first served); return text and the applied."""
-    offsets = line_offsets(text)
+    span = _locator(text)
     chosen: list[tuple[int, int, Edit]] = []
     applied: list[Finding] = []
     for finding in sorted(findings, key=lambda f: (f.start, f.code)):
         assert finding.fix is not None
-        spans = [(offset(offsets, e.start), offset(offsets, e.end), e) for e in finding.fix.edits]
+        spans = [(*span(e.start, e.end), e) for e in finding.fix.edits]
         if any(_overlaps(s, e, cs, ce) for s, e, _ in spans for cs, ce, _ in chosen):
             continue  # the next pass picks it up
         chosen.extend(spans)
@@ -45,6 +46,51 @@ def apply_edits(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]
     return "".join(pieces), applied
 
 
+def _locator(text: str):
+    """(start, end) offsets in `text` of an edit's positions.
+
+    Positions are LibCST's, counted in the code it renders, which is the text but for form feeds it
+    drops (one starting a top-level line, or in the indentation of a later line of a block): there,
+    offsets go through `rendered_offsets`. An insertion lands after the form feeds before it, a
+    replacement covers only rendered characters, so every form feed stays in place.
+    """
+    offsets = line_offsets(text)
+    mapping = None
+    if "\f" in text:
+        rendered = cst.parse_module(text).code
+        if rendered != text:
+            mapping = rendered_offsets(text, rendered)
+            rendered_lines = line_offsets(rendered)
+    if mapping is None:
+        return lambda start, end: (offset(offsets, start), offset(offsets, end))
+
+    def span(start: Position, end: Position) -> tuple[int, int]:
+        first, last = offset(rendered_lines, start), offset(rendered_lines, end)
+        if first == last:
+            return mapping[first], mapping[first]
+        return mapping[first], mapping[last - 1] + 1
+
+    return span
+
+
+def rendered_offsets(text: str, rendered: str) -> list[int] | None:
+    """Offset in `text` of each character of `rendered` (and of its end), when `rendered` is `text` less
+    some form feeds; else None."""
+    mapping = []
+    i = 0
+    for char in rendered:
+        while i < len(text) and text[i] == "\f" and char != "\f":
+            i += 1
+        if i >= len(text) or text[i] != char:
+            return None
+        mapping.append(i)
+        i += 1
+    if text[i:].strip("\f"):
+        return None
+    mapping.append(len(text))
+    return mapping
+
+
 def _overlaps(start: int, end: int, other_start: int, other_end: int) -> bool:
     if start == end or other_start == other_end:  # an insertion only clashes strictly inside a range
         return other_start < start < other_end or start < other_start < end
@@ -52,14 +98,28 @@ def _overlaps(start: int, end: int, other_start: int, other_end: int) -> bool:
 
 
 def define_device(text: str, options: FixOptions) -> str:
-    """Insert `device = ...` after the imports (and `import torch` when nothing binds torch)."""
+    """Insert `device = ...` after the imports (and `import torch` when nothing binds torch).
+
+    The name is the one the rules wrote (`definition_name`: `_device` after a star import).
+    """
     module = original = cst.parse_module(text)
     torch_name = module_torch_alias(module)
     expression = device_expression(options.device_expression, torch_name or "torch")
-    statement = cst.parse_statement(f"{options.device_name} = {expression}\n", config=module.config_for_parsing)
+    name = definition_name(options.device_name, has_star_import(module))
+    assert name is not None, "a fix needed a device definition that cannot be written"
+    # A form feed may start an indentation ("\f    "), which LibCST infers as the default indent
+    # but refuses as a parser option; a simple statement at module level needs no indent anyway.
+    indent = module.default_indent if _INDENT.fullmatch(module.default_indent) else "    "
+    config = cst.PartialParserConfig(encoding=module.encoding, default_indent=indent,
+                                     default_newline=module.default_newline)
+    try:
+        statement = cst.parse_statement(f"{name} = {expression}\n", config=config)
+    except cst.ParserSyntaxError as exc:  # the option's fault (see devlint.device_options), not the file's
+        raise ValueError(f"the device definition `{name} = {expression}` does not parse: {exc.message}") from None
     body = list(module.body)
     body.insert(insertion_index(module), statement)
     module = module.with_changes(body=body)
+    text = _splice_insertion(text, original.code, module.code)
     if torch_name is None:
         # Imported here: libcst.codemod costs a quarter second at start-up, and few runs need it.
         from libcst.codemod import CodemodContext
@@ -67,21 +127,33 @@ def define_device(text: str, options: FixOptions) -> str:
 
         context = CodemodContext()
         AddImportsVisitor.add_needed_import(context, "torch")
-        module = AddImportsVisitor(context).transform_module(module)
-    return _splice_insertion(text, original.code, module.code)
+        original, module = module, AddImportsVisitor(context).transform_module(module)
+        text = _splice_insertion(text, original.code, module.code)
+    return text
 
 
 def _splice_insertion(text: str, roundtrip: str, updated: str) -> str:
     """Apply only what the transform inserted to the original text.
 
     LibCST does not reproduce every file byte for byte (a last line of blanks without a newline
-    loses a line), so the rest of the file is taken from the original, not from the regenerated code.
+    loses a line, form feeds at the start of some lines are dropped), so the rest of the file is
+    taken from the original, not from the regenerated code.
     """
     prefix = 0
     limit = min(len(roundtrip), len(updated))
     while prefix < limit and roundtrip[prefix] == updated[prefix]:
         prefix += 1
     inserted = len(updated) - len(roundtrip)
-    if inserted <= 0 or updated[prefix + inserted:] != roundtrip[prefix:] or text[:prefix] != roundtrip[:prefix]:
-        return updated  # not a pure insertion in a faithfully reproduced part: take the whole result
-    return text[:prefix] + updated[prefix:prefix + inserted] + text[prefix:]
+    if inserted <= 0 or updated[prefix + inserted:] != roundtrip[prefix:]:
+        return updated  # not a pure insertion: take the whole result
+    # the same insertion, moved back to the start of its line (`de|vice = ...` before `def f`)
+    while prefix > 0 and updated[prefix - 1] != "\n" and updated[prefix - 1] == updated[prefix - 1 + inserted]:
+        prefix -= 1
+    if text[:prefix] == roundtrip[:prefix]:
+        at = prefix
+    else:
+        mapping = rendered_offsets(text, roundtrip)
+        if mapping is None:
+            return updated  # not a faithfully reproduced part: take the whole result
+        at = mapping[prefix - 1] + 1 if prefix else 0  # before the form feeds that start the line
+    return text[:at] + updated[prefix:prefix + inserted] + text[at:]

@@ -155,7 +155,10 @@ def is_alternative(ctx: FileContext, node: cst.CSTNode) -> bool:
 
 
 def statement_indentation(ctx: FileContext, node: cst.CSTNode) -> str:
-    """The indentation of the line the statement holding `node` starts on."""
+    """The indentation of the line the statement holding `node` starts on, for a new line after it.
+
+    Python counts the indentation from the last form feed in it (`"\\f    "` is four columns).
+    """
     statement = ctx.enclosing(node, cst.SimpleStatementLine) or node
     line = re.split(r"\r\n|\r|\n", ctx.module.code)[ctx.span(statement)[0].line - 1]
-    return line[: len(line) - len(line.lstrip(" \t"))]
+    return line[: len(line) - len(line.lstrip(" \t\f"))].rsplit("\f", 1)[-1]

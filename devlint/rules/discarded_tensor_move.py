@@ -50,7 +50,10 @@ class DiscardedTensorMove(Rule):
     over a list name becomes `ts = [t.to(device) for t in ts]`. No mechanical fix (**display-only**)
     where re-assignment does not do what the author meant: a `for` loop variable (the container is
     unchanged), a parameter attribute of a module (`self.weight = self.weight.to(...)` raises
-    TypeError), `.data`/`.grad`, subscripts, and results of calls.
+    TypeError), `.data`/`.grad`, subscripts, results of calls, and a name the scope does not bind
+    itself (a module-level tensor moved inside a function, an outer function's tensor in a closure:
+    the assignment would make it local, and the move before it an UnboundLocalError), unless it is
+    declared `global`/`nonlocal` there.
 
     ## Not flagged
     - Modules, which move in place and return themselves: `model.to(device)` for `model = nn.Linear(2, 2)`,
@@ -153,7 +156,8 @@ class DiscardedTensorMove(Rule):
         root, _ = self._chain(call)
         if (loop.inner_for_in is not None or loop.ifs or not isinstance(loop.iter, cst.Name)
                 or not isinstance(loop.target, cst.Name) or not isinstance(root, cst.Name)
-                or root.value != loop.target.value or not self._bound_to_list(loop.iter)):
+                or root.value != loop.target.value or not self._bound_to_list(loop.iter)
+                or not self._local(loop.iter)):
             return self.display_only(title)
         applicability = Applicability.SAFE if self._device_only(call) else Applicability.UNSAFE
         return self.fix(f"{title}: `{loop.iter.value} = [...]`", applicability,
@@ -195,7 +199,7 @@ class DiscardedTensorMove(Rule):
 
     def _rebindable(self, root: cst.BaseExpression) -> str | None:
         if isinstance(root, cst.Name):
-            return None if self._is_loop_variable(root) else root.value
+            return None if self._is_loop_variable(root) or not self._local(root) else root.value
         if isinstance(root, cst.Attribute):
             attribute = root.attr.value
             if attribute in PARAMETER_ATTRIBUTES or attribute in ("data", "grad"):
@@ -206,6 +210,24 @@ class DiscardedTensorMove(Rule):
                 return None
             return self.ctx.code(root).strip()
         return None
+
+    def _local(self, name: cst.Name) -> bool:
+        """May `name = ...` be written where `name` is read? Only where the scope itself binds the name
+        (or declares it global/nonlocal): elsewhere the assignment would make a free variable (a
+        module-level tensor read in a function, an outer function's local in a closure) local to the
+        whole scope, and the read before it an UnboundLocalError."""
+        scope = self.ctx.scope(name)
+        if scope is None:
+            return False
+        if scope is scope.globals:
+            return True
+        if any(a.scope is scope for a in self.ctx.bindings(name)):
+            return True
+        owner = self.ctx.enclosing(name, (cst.FunctionDef, cst.ClassDef))
+        return any(
+            item.name.value == name.value and self.ctx.enclosing(statement, (cst.FunctionDef, cst.ClassDef)) is owner
+            for kind in (cst.Global, cst.Nonlocal) for statement in self.ctx.nodes(kind) for item in statement.names
+        )
 
     def _is_loop_variable(self, name: cst.Name) -> bool:
         for assignment in self.ctx.bindings(name):
