@@ -46,7 +46,8 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+# readable=False: an unreadable path is reported by the run (one line, exit 2), not by click's usage error.
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @click.option("--select", help="Comma-separated rule codes or prefixes to enable (ALL for every rule).")
 @click.option("--extend-select", help="Rule codes or prefixes to enable on top of the selection.")
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to disable.")
@@ -71,13 +72,15 @@ def main() -> None:
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option("--stdin-filename", help="The path of the source read from stdin (`devlint -`), for reporting and config.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: all cores].")
+@click.option("--follow-links", is_flag=True,
+              help="Walk into symbolic links that lead out of the project (by default they are skipped).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Where the result cache lives [default: .devlint_cache in the project root].")
 @click.option("--max-file-size", type=click.IntRange(min=0),
               help="Skip (with a notice) files larger than this many bytes [default: 10485760].")
 @click.version_option(__version__, prog_name="devlint")
 def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, add_noqa, ignore_noqa,
-          statistics, config_path, isolated, stdin_filename, jobs, no_cache, cache_dir, **options) -> None:
+          statistics, config_path, isolated, stdin_filename, jobs, follow_links, no_cache, cache_dir, **options) -> None:
     """Check PATHS (files or folders; default: .) for PyTorch device bugs. `-` reads stdin.
 
     Exit codes: 0 no findings, 1 findings, 2 bad input, usage or internal error.
@@ -97,17 +100,14 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
             _fail("--add-noqa needs files to write to; it cannot be used with stdin (-)")
         sys.exit(_check_stdin(config, stdin_filename or "-", output_format, fix or diff, exit_zero, diff))
 
-    discovered = discover(paths, exclude, extend_exclude, file_settings.root)
-    if output_file is not None:
-        _refuse_input_as_output(output_file, discovered.files)
-    for path, reason in discovered.errors:
-        click.echo(f"{path}: error: {reason}", err=True)
-    cache = None
-    if not no_cache and not diff:
-        cache = ResultCache(cache_dir or os.path.join(file_settings.root, CACHE_DIR_NAME), settings_key(config))
-    # More workers than files or cores only costs forks (-j 3000 once started 2,400 processes).
-    jobs = max(1, min(jobs or os.cpu_count() or 1, os.cpu_count() or 1, len(discovered.files) or 1))
-    results = check_files(discovered.files, config, write=(fix or add_noqa) and not diff, jobs=jobs, cache=cache)
+    try:
+        discovered, results, cache = _run(paths, exclude, extend_exclude, file_settings.root, follow_links,
+                                          output_file, config, no_cache, cache_dir, jobs,
+                                          write=(fix or add_noqa) and not diff, use_cache=not diff)
+    except KeyboardInterrupt:
+        # Workers finish the file in hand (writes are atomic) and queued files are dropped.
+        click.echo("devlint: interrupted; files already fixed are complete, the others are unchanged", err=True)
+        sys.exit(130)
     if cache is not None:
         cache.save()
         for warning in cache.warnings:
@@ -141,6 +141,22 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     if code != EXIT_ERROR and exit_non_zero_on_fix and any(r.fixed_source for r in results):
         code = 1
     sys.exit(code)
+
+
+def _run(paths, exclude, extend_exclude, root, follow_links, output_file, config, no_cache, cache_dir, jobs,
+         *, write: bool, use_cache: bool):
+    """Discover, then check (and fix): the part of a run that Ctrl-C may interrupt."""
+    discovered = discover(paths, exclude, extend_exclude, root, follow_links=follow_links)
+    if output_file is not None:
+        _refuse_input_as_output(output_file, discovered.files)
+    for path, reason in discovered.errors:
+        click.echo(f"{path}: error: {reason}", err=True)
+    cache = None
+    if not no_cache and use_cache:
+        cache = ResultCache(cache_dir or os.path.join(root, CACHE_DIR_NAME), settings_key(config))
+    # More workers than files or cores only costs forks (-j 3000 once started 2,400 processes).
+    jobs = max(1, min(jobs or os.cpu_count() or 1, os.cpu_count() or 1, len(discovered.files) or 1))
+    return discovered, check_files(discovered.files, config, write=write, jobs=jobs, cache=cache), cache
 
 
 def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):

@@ -116,13 +116,19 @@ def _check(source: str) -> None:
         if fixable(finding, CONFIG) or unblocked(finding):
             touched.update(range(finding.start.line, finding.end.line + 1))
             touched.update(finding.suppress_lines)
-    matcher = difflib.SequenceMatcher(a=source.splitlines(), b=fixed.splitlines(), autojunk=False)
+    # Lines as Python counts them: str.splitlines also breaks at form feeds and other separators.
+    before, after = _lines(source), _lines(fixed)
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
         if tag in ("replace", "delete"):
-            assert set(range(a1 + 1, a2 + 1)) <= touched, (tag, source.splitlines()[a1:a2])
+            assert set(range(a1 + 1, a2 + 1)) <= touched, (tag, before[a1:a2])
         if tag == "insert":
-            for line in fixed.splitlines()[b1:b2]:
+            for line in after[b1:b2]:
                 assert re.fullmatch(r"(import torch|device = .*|)", line), line
+
+
+def _lines(text: str) -> list[str]:
+    return re.split(r"\r\n|\r|\n", text.removesuffix("\n").removesuffix("\r"))
 
 
 @FUZZ
