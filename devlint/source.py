@@ -36,6 +36,9 @@ def decode(data: bytes) -> DecodedSource:
     except SyntaxError as exc:
         if "unknown encoding" in str(exc):
             raise SourceError(str(exc).replace("unknown encoding: ", "unknown encoding declared: ")) from None
+        if "encoding problem" in str(exc):  # Python refuses the file too: fixing it would only hide that
+            raise SourceError("a UTF-8 BOM with a coding declaration for another encoding "
+                              "(Python refuses this file: 'encoding problem ... with BOM')") from None
         encoding = "utf-8"  # undecodable bytes in the first lines: say where, below
     try:
         text = data.decode(encoding)

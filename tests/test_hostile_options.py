@@ -137,3 +137,14 @@ def test_output_file_may_not_name_a_checked_file(tmp_path, name):
     assert result.exit_code == 2
     assert "is one of the files being checked" in result.output
     assert (root / "train.py").read_text() == BUGGY
+
+
+def test_a_bom_with_a_non_utf8_coding_cookie_is_refused_as_python_refuses_it(tmp_path):
+    # Python: "SyntaxError: encoding problem: iso-8859-1 with BOM". devlint once dropped the BOM and "fixed" it.
+    data = b"\xef\xbb\xbf# -*- coding: latin-1 -*-\nimport torch\nx = torch.zeros(1).cuda()\n"
+    path = tmp_path / "bom.py"
+    path.write_bytes(data)
+    result = run("--no-cache", "--fix", "bom.py", cwd=tmp_path)
+    assert result.exit_code == 2
+    assert "bom.py" in result.output and "BOM with a coding declaration" in result.output
+    assert path.read_bytes() == data
