@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import sys
@@ -10,6 +11,7 @@ from functools import lru_cache
 
 import libcst as cst
 
+from devlint.complexity import MAX_DEPTH, THREAD_DEPTH, Unanalysable, cannot_parse, over_limit, run_with_big_stack
 from devlint.config import Config
 from devlint.context import FileContext
 from devlint.fixer import apply_edits, define_device
@@ -20,6 +22,8 @@ from devlint.rules.unused_noqa import UnusedNoqa
 from devlint.suppressions import noqa_comment
 from devlint.suppressions import parse as parse_suppressions
 
+# Passes allowed per fixable finding of the first pass (a chain `x.cuda().cuda()...` takes one pass
+# per call, since overlapping edits wait for the next pass).
 MAX_FIX_PASSES = 6
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 # LibCST's visitors recurse per nesting level; deep (but valid) code needs more than the default.
@@ -36,8 +40,10 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
         from devlint.notebook import check_notebook
 
         try:
-            with _deep_recursion():
-                return check_notebook(path, data, config)
+            with _deep_recursion():  # the cells' depth is known only once joined: always a big stack
+                return run_with_big_stack(check_notebook, path, data, config)
+        except Unanalysable as exc:
+            return FileResult(path, notice=str(exc))
         except Exception as exc:  # as for .py files: one line, never a traceback
             return FileResult(path, error=FileError(f"internal error: {type(exc).__name__}: {exc}", internal=True))
     result = FileResult(path)
@@ -50,20 +56,19 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
     result.original_source = text
     try:
         with _deep_recursion():
-            if config.add_noqa:
-                fixed, result.added_noqa = add_noqa_text(text, config, config.rules_for(path))
-                if fixed != text:
-                    result.fixed_source = fixed
-                findings = []
-            elif config.fix:
-                fixed, applied, findings = fix_text(text, config, config.rules_for(path))
-                result.applied = applied
-                if fixed != text:
-                    result.fixed_source = fixed
+            if _needs_big_stack(text):
+                findings = run_with_big_stack(_check_text, text, config, path, result)
             else:
-                findings = lint_text(text, config, config.rules_for(path))
+                findings = _check_text(text, config, path, result)
+    except Unanalysable as exc:
+        result.notice = str(exc)
+        return result
     except cst.ParserSyntaxError as exc:
-        result.error = _syntax_error(text, exc)
+        refusal = _syntax_error(text, exc)
+        if refusal is None:
+            result.notice = str(cannot_parse(exc.message))
+        else:
+            result.error = refusal
         return result
     except RecursionError:
         result.error = FileError("too deeply nested to analyse (recursion limit reached)")
@@ -81,15 +86,41 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
     return result
 
 
-def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> FileError:
-    """Report the interpreter's own message and position when it agrees the code is broken."""
+def _check_text(text: str, config: Config, path: str, result: FileResult) -> list[Finding]:
+    """The findings; with --fix or --add-noqa also fills `result` in."""
+    if config.add_noqa:
+        fixed, result.added_noqa = add_noqa_text(text, config, config.rules_for(path))
+        if fixed != text:
+            result.fixed_source = fixed
+        return []
+    if config.fix:
+        fixed, applied, findings = fix_text(text, config, config.rules_for(path))
+        result.applied = applied
+        if fixed != text:
+            result.fixed_source = fixed
+        return findings
+    return lint_text(text, config, config.rules_for(path))
+
+
+def _needs_big_stack(text: str) -> bool:
+    """Whether LibCST could recurse deep enough to need more than the usual thread stack."""
+    try:
+        summary = summarise(text)
+    except TooComplex:
+        return False  # refused before LibCST sees it
+    return summary is None or summary.depth > THREAD_DEPTH
+
+
+def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> FileError | None:
+    """The interpreter's own report (exception name, message, position) when it agrees the code is
+    broken; None when it accepts the code (only LibCST cannot parse it)."""
     try:
         parse_quietly(text)
     except SyntaxError as error:
-        return FileError(f"SyntaxError: {error.msg}", error.lineno, error.offset)
+        return FileError(f"{type(error).__name__}: {error.msg}", error.lineno, error.offset)
     except (ValueError, RecursionError, MemoryError):
-        pass
-    return FileError(f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column + 1)
+        return FileError(f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column + 1)
+    return None
 
 
 def lint_text(text: str, config: Config, rules: tuple | None = None) -> list[Finding]:
@@ -112,7 +143,13 @@ def lint_text(text: str, config: Config, rules: tuple | None = None) -> list[Fin
 def _rule_findings(text: str, config: Config, rules: tuple) -> list[Finding]:
     if not rules or not _may_match(text, rules):
         return []
-    ctx = FileContext(cst.parse_module(text), config.fix_options)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        if summarise(text) is not None:  # the interpreter reads it: LibCST's limitation, not the user's error
+            raise cannot_parse(exc.message) from None
+        raise
+    ctx = FileContext(module, config.fix_options)
     checkers = [rule(ctx) for rule in rules]
     for node_type, nodes in ctx.nodes_by_type.items():
         for index, method in _dispatch(rules).get(node_type.__name__, ()):
@@ -156,11 +193,16 @@ def _dispatch(rules: tuple) -> dict[str, list[tuple[int, str]]]:
 
 
 def _may_match(text: str, rules) -> bool:
+    """Whether LibCST must analyse the file; raises Unanalysable where that is not safe."""
     summary = summarise(text)
     if summary is None:
         _check_nesting(text)  # the standard parser refused it: make sure LibCST's can survive it
         return True
-    return any(rule.could_match(summary) for rule in rules)
+    if not any(rule.could_match(summary) for rule in rules):
+        return False
+    if summary.depth > MAX_DEPTH:
+        raise over_limit(summary.depth)
+    return True
 
 
 class TooDeeplyNested(Exception):
@@ -202,19 +244,32 @@ def fix_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str
     """Fix, re-lint, repeat until nothing applicable remains: (text, applied, remaining findings)."""
     applied_all: list[Finding] = []
     current = text
-    for _ in range(MAX_FIX_PASSES):
+    seen = {_digest(text)}  # digests, not texts: a long chain of passes over a big file
+    passes = 0
+    budget = MAX_FIX_PASSES  # set from the first pass's findings: each pass applies at least one
+    while passes < budget:
         findings = lint_text(current, config, rules)
         chosen = [f for f in findings if fixable(f, config)]
         if not chosen:
             return current, applied_all, findings
+        if passes == 0:
+            budget = MAX_FIX_PASSES * len(chosen)
+        passes += 1
         updated, applied = apply_edits(current, chosen)
         if any(f.fix.needs_device for f in applied):
             updated = define_device(updated, config.fix_options)
         if updated == current:
             return current, applied_all, findings
+        if _digest(updated) in seen:
+            raise FixDidNotConverge(f"fixes undo each other after {passes} passes")
+        seen.add(_digest(updated))
         applied_all.extend(applied)
         current = updated
-    raise FixDidNotConverge(f"fixes did not converge after {MAX_FIX_PASSES} passes")
+    raise FixDidNotConverge(f"fixes did not converge after {passes} passes")
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def unsafe_fix_count(findings: list[Finding]) -> int:

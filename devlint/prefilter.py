@@ -11,6 +11,9 @@ from __future__ import annotations
 import ast
 import warnings
 from dataclasses import dataclass, field
+from functools import lru_cache
+
+from devlint.complexity import DepthCounter
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Summary:
     # the value of an assignment (not in comparisons, containers or dictionary keys)
     device_strings: set[str] = field(default_factory=set)
     cuda_members: set[str] = field(default_factory=set)  # `attr` of `....cuda.attr` and `cuda.attr`
+    depth: int = 0  # how deep LibCST's tree of the file will be (see complexity.py)
 
 
 class TooComplex(Exception):
@@ -52,8 +56,32 @@ def _device_string(node: ast.expr, summary: Summary) -> None:
         summary.device_strings.add(node.value)
 
 
+def _walk(tree: ast.Module, text: str, summary: Summary):
+    """Every node (depth first), recording in `summary.depth` the deepest LibCST level."""
+    counter = DepthCounter(text)
+    weight = counter.weight
+    children = ast.iter_child_nodes
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        yield node
+        if isinstance(node, ast.JoinedStr):  # its parts are not separate strings to LibCST
+            depth += weight(node, depth)
+            deepest = max(deepest, depth)
+            stack.extend((child, depth) for child in children(node) if not isinstance(child, ast.Constant))
+            continue
+        depth += weight(node, depth)
+        if depth > deepest:
+            deepest = depth
+        stack.extend((child, depth) for child in children(node))
+    summary.depth = deepest
+
+
+@lru_cache(maxsize=2)  # the engine asks for the file's summary again before analysing it
 def summarise(text: str) -> Summary | None:
-    """None when the standard parser cannot read the file (newer syntax, or broken)."""
+    """None when the standard parser cannot read the file (newer syntax, or broken). Shared: do not
+    modify the result."""
     try:
         tree = parse_quietly(text)
     except (RecursionError, MemoryError):
@@ -61,7 +89,7 @@ def summarise(text: str) -> Summary | None:
     except (SyntaxError, ValueError, OverflowError):
         return None
     summary = Summary()
-    for node in ast.walk(tree):
+    for node in _walk(tree, text, summary):
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute):
