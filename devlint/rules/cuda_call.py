@@ -38,11 +38,14 @@ class CudaCall(Rule):
 
     ## Fix safety
     `x.cuda()` becomes `x.to(device)` (`non_blocking` and `memory_format` are kept). This is **safe**:
-    on a machine with one GPU it does exactly what the original did. `device` is a device already
-    bound in scope, or one module-level definition the fixer inserts after the imports.
-    With a device index (`x.cuda(1)`, `x.cuda(device=k)`) the rewrite drops which GPU was meant, so
-    it is **unsafe** (applied only with `--unsafe-fixes`). With `*args`/`**kwargs`, or where `device`
-    names something that is not a device, the fix is **display-only**.
+    on a machine with one GPU it does exactly what the original did. `device` is a device bound on
+    every path to the call (a parameter, or an earlier assignment in a block around it), or one
+    module-level definition the fixer inserts after the imports (named `_device` after a star import,
+    which may bind `device`). With a device index (`x.cuda(1)`, `x.cuda(device=k)`) the rewrite drops
+    which GPU was meant, so it is **unsafe** (applied only with `--unsafe-fixes`). With
+    `*args`/`**kwargs`, where `device` names something that is not a device, or where it may be
+    unbound at the call and no definition can help (a local bound only on one branch, a `del device`),
+    the fix is **display-only**.
 
     ## Not flagged
     - Code under a CUDA condition, i.e. code that only runs where CUDA exists or was asked for:
@@ -143,6 +146,8 @@ class CudaCall(Rule):
         Invalid("import torch.nn as nn\nmodel = nn.DataParallel(model).cuda()\n"),
         Invalid("import torch\nif torch.cuda.is_available() or force:\n    x.cuda()\n"),
         Invalid("device = 'cuda'\ny = x.cuda()\n", fixed="device = 'cuda'\ny = x.cuda()\n"),
+        Invalid("import torch\ndef f(x, cpu):\n    if cpu:\n        device = torch.device('cpu')\n    return x.cuda()\n",
+                fixed="import torch\ndef f(x, cpu):\n    if cpu:\n        device = torch.device('cpu')\n    return x.cuda()\n"),
     )
 
     @staticmethod
