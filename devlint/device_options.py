@@ -11,18 +11,25 @@ from __future__ import annotations
 
 import ast
 import keyword
+import unicodedata
 
 NAMED_EXPRESSIONS = ("cuda", "accelerator")
 
 
 def device_name_problem(name: object) -> str | None:
     """Why `name` cannot be the variable a fix writes, or None."""
+    problem = "is not a variable name (an identifier that is not a keyword or __debug__)"
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name == "__debug__":
-        return "is not a variable name (an identifier that is not a keyword or __debug__)"
+        return problem
     try:
         compile(f"{name} = None\n", "<device-name>", "exec")
     except (SyntaxError, ValueError):
-        return "is not a variable name (an identifier that is not a keyword or __debug__)"
+        return problem
+    if unicodedata.normalize("NFKC", name) != name:
+        # Python reads `ﬁ` as `fi`; the analysis compares names as written and would miss the clash
+        return f"is not in NFKC normal form (Python reads it as {unicodedata.normalize('NFKC', name)!r})"
+    if name == "torch":
+        return "would shadow the torch module the device definition is written with"
     return None
 
 

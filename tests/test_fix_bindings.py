@@ -251,7 +251,7 @@ def test_an_invalid_device_expression_is_a_usage_error(run_cli, tmp_path, expres
     assert (tmp_path / "a.py").read_text() == "import torch\nx = torch.ones(1).cuda()\n"
 
 
-@pytest.mark.parametrize("name", ["__debug__", "class", "None", "True", "1x", "a.b", "", "dev ice"])
+@pytest.mark.parametrize("name", ["__debug__", "class", "None", "True", "1x", "a.b", "", "dev ice", "\ufb01", "torch"])
 def test_an_invalid_device_name_is_a_usage_error(run_cli, tmp_path, name):
     result = run_cli("--fix", "--device-name", name)
     assert result.exit_code == 2, result.output
@@ -269,7 +269,7 @@ def test_invalid_device_options_in_pyproject_are_a_usage_error(run_cli):
 
 @pytest.mark.parametrize("name, expression", [
     ("match", "cuda"), ("dev", "accelerator"), ("_", "torch.device('cpu')"), ("device", "torch.device('cpu')  # here"),
-    ("device", "get_device()"), ("device", "(yield_ := 1)"), ("d", "lambda: 1"),
+    ("device", "get_device()"), ("device", "(yield_ := 1)"), ("d", "lambda: 1"), ("d\u00e9vice", "cuda"),
 ])
 def test_valid_device_options_are_accepted_and_written(run_cli, tmp_path, name, expression):
     result = run_cli("--fix", "--device-name", name, "--device-expression", expression)
