@@ -170,3 +170,15 @@ def test_lint_text_raises_the_notice_for_callers_that_check_text():
 
     with pytest.raises(Unanalysable):
         lint_text("import torch\nx = (" + joined(" or ", MAX_DEPTH + 100) + ").cuda()\n", Config())
+
+
+def test_the_default_size_limit_keeps_a_check_within_about_a_gigabyte(tmp_path):
+    from devlint.runner import read
+
+    # benchmarks/memory.py: checking takes ~0.6-0.9 GB per MB of ordinary or generated code
+    assert Config().max_file_size == 1024 * 1024
+    big = tmp_path / "big.py"
+    big.write_text("import torch\n" + "x = torch.zeros(3)\n" * 60_000)  # about 1.1 MB
+    data, skipped = read(str(big), Config())
+    assert data is None and skipped.notice is not None and "--max-file-size" in skipped.notice
+    assert read(str(big), Config(max_file_size=2 * 1024 * 1024))[1] is None
