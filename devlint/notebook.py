@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import libcst as cst
 
+from devlint.complexity import cannot_parse
 from devlint.engine import FixDidNotConverge, TooDeeplyNested, add_noqa_text, fix_text, lint_text
 from devlint.model import Edit, FileError, FileResult, Finding, Position
 from devlint.prefilter import TooComplex, parse_quietly
@@ -394,10 +395,8 @@ def _syntax_error(joined: _Joined, exc: cst.ParserSyntaxError) -> FileError:
             return FileError(f"cell {cell.index + 1}:{line}:{error.offset or 1}: SyntaxError: {error.msg}")
         except (ValueError, RecursionError, MemoryError):
             continue
-    located = _locate(Position(exc.raw_line, exc.raw_column), joined.where)
-    if located is None:
-        return FileError(f"SyntaxError: {exc.message}")
-    return FileError(f"cell {located[0] + 1}:{located[1].line}:{located[1].column + 1}: SyntaxError: {exc.message}")
+    # Every cell is valid Python for the interpreter: the limitation is LibCST's, not the user's error.
+    raise cannot_parse(exc.message)
 
 
 # -- splitting the fixed text back into cells ------------------------------------------------------

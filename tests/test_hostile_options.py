@@ -148,3 +148,15 @@ def test_a_bom_with_a_non_utf8_coding_cookie_is_refused_as_python_refuses_it(tmp
     assert result.exit_code == 2
     assert "bom.py" in result.output and "BOM with a coding declaration" in result.output
     assert path.read_bytes() == data
+
+
+def test_a_notebook_cell_only_libcst_cannot_parse_is_a_notice_not_the_users_syntax_error(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("import torch\nx = torch.zeros(1).cuda()"),
+                      nbformat.v4.new_code_cell("(g): int")]  # valid Python that LibCST refuses
+    nbformat.write(notebook, str(tmp_path / "nb.ipynb"))
+    result = run("--no-cache", "nb.ipynb", cwd=tmp_path)
+    assert result.exit_code == 0
+    assert "valid Python that LibCST cannot parse" in result.output
+    assert "SyntaxError" not in result.output
