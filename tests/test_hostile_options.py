@@ -160,3 +160,20 @@ def test_a_notebook_cell_only_libcst_cannot_parse_is_a_notice_not_the_users_synt
     assert result.exit_code == 0
     assert "valid Python that LibCST cannot parse" in result.output
     assert "SyntaxError" not in result.output
+
+
+@pytest.mark.parametrize("source, fixed_line", [
+    # LibCST renders `except (E) :` without the space, and its positions follow the rendering:
+    # the edit would land one character off. Once this broke the file; now that fix is display-only.
+    ("import torch\ntry:\n    pass\nexcept (ImportError) : x = torch.zeros(1).cuda()\ny = torch.zeros(1).cuda()\n",
+     "except (ImportError) : x = torch.zeros(1).cuda()"),
+    # A leading form feed is not rendered either, but positions count it: fixed in place.
+    ("import torch\n\fx = torch.zeros(1).cuda()\n", "\fx = torch.zeros(1).to(device)"),
+])
+def test_an_edit_never_lands_where_libcst_positions_are_not_the_files(source, fixed_line):
+    from tests.helpers import fix
+
+    fixed = fix(source)
+    compile(fixed, "fixed.py", "exec")
+    assert fixed_line in fixed.split("\n")
+    assert fix(fixed) == fixed
