@@ -22,6 +22,14 @@ UNKNOWN
     attributes of unknown objects, subscripts of unknown containers.
 
 A name takes the kind of its last binding before the use, in its own scope.
+
+Every recursive step (the kind of an expression, of a binding, of a loop item, of an unpacked element,
+of a class's `self.x` attributes) goes through `KindInference._step`, which memoises it per node for
+this file and keeps the steps in progress: a step that needs itself again (`x = x`, `a = b; b = a`,
+`for x in x`) gets UNKNOWN there, and so does a chain of steps deeper than MAX_DEPTH. Neither can
+recurse without end, and a receiver of unknown kind is never flagged. An answer that rests on such a
+cut holds only for the question being answered, so it is remembered only until that question is
+answered: the kind of a node never depends on what was asked before it.
 """
 
 from __future__ import annotations
@@ -101,6 +109,20 @@ MODULE_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataPar
 NOT_MODULE_NN_NAMES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "UninitializedParameter",
                                  "UninitializedBuffer"})
 
+# How many inference steps may be in progress at once (a few Python frames each): deeper chains of
+# bindings answer UNKNOWN.
+MAX_DEPTH = 100
+
+
+class _Frame:
+    """A step in progress: did it use an answer that rests on a cut, and how deep did it go below itself?"""
+
+    __slots__ = ("tainted", "height")
+
+    def __init__(self) -> None:
+        self.tainted = False
+        self.height = 0
+
 
 class KindInference:
     def __init__(self, ctx: FileContext, approximate: bool = False) -> None:
@@ -109,7 +131,50 @@ class KindInference:
         inference says "tensor", so it can reject candidates cheaply."""
         self.ctx = ctx
         self.approximate = approximate
-        self._depth = 0
+        # Answers that rest on no cut, with the depth of steps they took: (kind, height) by step.
+        self._memo: dict[tuple, tuple[object, int]] = {}
+        # Answers that rest on a cut, kept until the outermost step in progress is answered.
+        self._provisional: dict[tuple, object] = {}
+        self._active: set[tuple] = set()
+        self._frames: list[_Frame] = []
+
+    def _step(self, key: tuple, compute, on_cycle: object = UNKNOWN):
+        """`compute()`, memoised by `key` (a step's name and node); `on_cycle` where the step is already
+        in progress or the chain of steps is too deep."""
+        frames = self._frames
+        depth = len(frames)
+        done = self._memo.get(key)
+        if done is not None and depth + done[1] < MAX_DEPTH:  # (deeper, computing it again would be cut)
+            if frames:
+                frames[-1].height = max(frames[-1].height, done[1] + 1)
+            return done[0]
+        if key in self._active or depth >= MAX_DEPTH:
+            frames[-1].tainted = True  # (both need a step in progress)
+            return on_cycle
+        if key in self._provisional:
+            frames[-1].tainted = True
+            return self._provisional[key]
+        if not frames and self.approximate:
+            self._possibly_tensor_names  # settled before any step, as the steps read it
+        frame = _Frame()
+        frames.append(frame)
+        self._active.add(key)
+        try:
+            value = compute()
+        finally:
+            frames.pop()
+            self._active.discard(key)
+            if not frames:
+                self._provisional.clear()
+        if frame.tainted:
+            if frames:
+                frames[-1].tainted = True
+                self._provisional[key] = value
+        else:
+            self._memo[key] = (value, frame.height)
+            if frames:
+                frames[-1].height = max(frames[-1].height, frame.height + 1)
+        return value
 
     @cached_property
     def _possibly_tensor_names(self) -> set[str]:
@@ -119,12 +184,12 @@ class KindInference:
         changed = True
         while changed:
             changed = False
-            self.__dict__.pop("_kinds_cache", None)  # self-attribute kinds depend on the assumption
+            self._memo.clear()  # the answers depend on the assumption
             for name, sites in self.ctx.binding_sites.items():
                 if name not in self._assumed and any(self.binding_kind(site) is TENSOR for site in sites):
                     self._assumed.add(name)
                     changed = True
-        self.__dict__.pop("_kinds_cache", None)
+        self._memo.clear()
         return self._assumed
 
     def _combine(self, kinds: set[Kind]) -> Kind:
@@ -133,13 +198,7 @@ class KindInference:
         return kinds.pop() if len(kinds) == 1 else UNKNOWN
 
     def of(self, expr: cst.CSTNode) -> Kind:
-        if self._depth > 30:
-            return UNKNOWN
-        self._depth += 1
-        try:
-            return self._of(expr)
-        finally:
-            self._depth -= 1
+        return self._step(("of", expr), lambda: self._of(expr))
 
     def _of(self, expr: cst.CSTNode) -> Kind:
         if isinstance(expr, cst.Name):
@@ -212,10 +271,9 @@ class KindInference:
     # -- attributes ----------------------------------------------------------------------------------
     def _attribute(self, attr: cst.Attribute) -> Kind:
         if attr.attr.value in TENSOR_ATTRIBUTES:
-            receiver = self.of(attr.value)
             if attr.attr.value in ("T", "mT", "H", "real", "imag"):
-                return TENSOR if receiver is TENSOR else UNKNOWN
-            return TENSOR
+                return TENSOR if self.of(attr.value) is TENSOR else UNKNOWN
+            return TENSOR  # (whatever the receiver is: `.weight` of a module, `.data` of a tensor)
         if isinstance(attr.value, cst.Name) and attr.value.value == "self":
             return self._self_attribute(attr)
         return UNKNOWN
@@ -232,14 +290,15 @@ class KindInference:
         return cls is not None and attr.attr.value in self._parameter_attributes(cls)
 
     def _self_attribute_kinds(self, cls: cst.ClassDef) -> dict[str, list[Kind]]:
-        cache = self.__dict__.setdefault("_kinds_cache", {})
-        if cls not in cache:
-            cache[cls] = {}  # guards against recursion through self-referencing assignments
-            cache[cls] = {name: [self.of(value) for value in values]
-                          for name, values in self._self_assignments.get(cls, {}).items()}
-            for name in self._registered.get(cls, {}):
-                cache[cls].setdefault(name, []).append(TENSOR)
-        return cache[cls]
+        # (`self.x` read while the class's attributes are being inferred: no kinds, so UNKNOWN)
+        return self._step(("self", cls), lambda: self._infer_self_attribute_kinds(cls), on_cycle={})
+
+    def _infer_self_attribute_kinds(self, cls: cst.ClassDef) -> dict[str, list[Kind]]:
+        kinds = {name: [self.of(value) for value in values]
+                 for name, values in self._self_assignments.get(cls, {}).items()}
+        for name in self._registered.get(cls, {}):
+            kinds.setdefault(name, []).append(TENSOR)
+        return kinds
 
     def _parameter_attributes(self, cls: cst.ClassDef) -> set[str]:
         parameters = {name for name, values in self._self_assignments.get(cls, {}).items()
@@ -280,10 +339,7 @@ class KindInference:
     def _name(self, name: cst.Name) -> Kind:
         if self.approximate:
             return TENSOR if name.value in self._possibly_tensor_names else UNKNOWN
-        memo = self.__dict__.setdefault("_name_memo", {})
-        if name not in memo:
-            memo[name] = self._last_binding_kind(name)
-        return memo[name]
+        return self._last_binding_kind(name)  # (memoised as the step `of` this name)
 
     def _last_binding_kind(self, name: cst.Name) -> Kind:
         scope = self.ctx.scope(name)
@@ -323,6 +379,9 @@ class KindInference:
         return None if position is None else (position.start.line, position.start.column)
 
     def binding_kind(self, node: cst.CSTNode) -> Kind:
+        return self._step(("binding", node), lambda: self._binding_kind(node))
+
+    def _binding_kind(self, node: cst.CSTNode) -> Kind:
         if isinstance(node, cst.Param):
             return self._annotation_kind(node.annotation)
         if not isinstance(node, cst.Name):
@@ -357,6 +416,9 @@ class KindInference:
         return UNKNOWN
 
     def _unpacked(self, value: cst.BaseExpression, path: list[int]) -> Kind:
+        return self._step(("unpacked", value, tuple(path)), lambda: self._unpacked_kind(value, path))
+
+    def _unpacked_kind(self, value: cst.BaseExpression, path: list[int]) -> Kind:
         if isinstance(value, cst.Call):
             names = self.ctx.qualified_names(value.func)
             method = value.func.attr.value if isinstance(value.func, cst.Attribute) else None
@@ -372,6 +434,9 @@ class KindInference:
 
     def _loop_item(self, iterable: cst.BaseExpression, path: list[int]) -> Kind:
         """Kind of `x` in `for x in iterable` (path: index into tuple targets, outermost first)."""
+        return self._step(("loop item", iterable, tuple(path)), lambda: self._loop_item_kind(iterable, path))
+
+    def _loop_item_kind(self, iterable: cst.BaseExpression, path: list[int]) -> Kind:
         if isinstance(iterable, cst.Call):
             names = self.ctx.qualified_names(iterable.func)
             if "enumerate" in names or dotted_name(iterable.func) == "enumerate":
