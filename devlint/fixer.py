@@ -49,10 +49,10 @@ def apply_edits(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]
 def _locator(text: str):
     """(start, end) offsets in `text` of an edit's positions.
 
-    Positions are LibCST's, counted in the code it renders, which is the text but for form feeds it
-    drops (one starting a top-level line, or in the indentation of a later line of a block): there,
-    offsets go through `rendered_offsets`. An insertion lands after the form feeds before it, a
-    replacement covers only rendered characters, so every form feed stays in place.
+    Positions are LibCST's, counted in the code it renders, which is the text but for form feeds:
+    LibCST drops one that starts a top-level line or that only some lines of a block have in their
+    indentation, and repeats one the first line of a block has on the block's other lines. There,
+    offsets go through `rendered_offsets`, and every form feed of the text stays in place.
     """
     offsets = line_offsets(text)
     mapping = None
@@ -66,29 +66,51 @@ def _locator(text: str):
 
     def span(start: Position, end: Position) -> tuple[int, int]:
         first, last = offset(rendered_lines, start), offset(rendered_lines, end)
-        if first == last:
-            return mapping[first], mapping[first]
-        return mapping[first], mapping[last - 1] + 1
+        return mapping.start(first), mapping.end(last) if last > first else mapping.start(first)
 
     return span
 
 
-def rendered_offsets(text: str, rendered: str) -> list[int] | None:
-    """Offset in `text` of each character of `rendered` (and of its end), when `rendered` is `text` less
-    some form feeds; else None."""
-    mapping = []
-    i = 0
-    for char in rendered:
-        while i < len(text) and text[i] == "\f" and char != "\f":
+class _Offsets:
+    """Offsets in LibCST's rendering -> offsets in the text, for renderings that differ in form feeds only."""
+
+    def __init__(self, text: str, rendered: str) -> None:
+        self.rendered = rendered
+        self.to_text: list[int] = []  # per rendered character: where it (or, for a form feed, what follows) is
+        i = 0
+        for char in rendered:
+            if char == "\f":
+                self.to_text.append(-1)
+                continue
+            while text[i] == "\f":
+                i += 1
+            self.to_text.append(i)
             i += 1
-        if i >= len(text) or text[i] != char:
-            return None
-        mapping.append(i)
-        i += 1
-    if text[i:].strip("\f"):
+        following = len(text)
+        for j in range(len(rendered) - 1, -1, -1):  # a form feed of the rendering: where the next character is
+            if self.to_text[j] < 0:
+                self.to_text[j] = following
+            else:
+                following = self.to_text[j]
+        self.length = len(text)
+
+    def start(self, j: int) -> int:
+        """Where a range or an insertion starting before rendered character j starts: at that character,
+        after the text's form feeds before it (an indentation keeps them)."""
+        return self.to_text[j] if j < len(self.to_text) else self.length
+
+    def end(self, j: int) -> int:
+        """Where a range ending before rendered character j ends: right after the character before it."""
+        if j == 0:
+            return 0
+        return self.to_text[j - 1] + (self.rendered[j - 1] != "\f")
+
+
+def rendered_offsets(text: str, rendered: str) -> _Offsets | None:
+    """The offsets of `rendered` in `text`, when the two differ only in form feeds; else None."""
+    if rendered.replace("\f", "") != text.replace("\f", ""):
         return None
-    mapping.append(len(text))
-    return mapping
+    return _Offsets(text, rendered)
 
 
 def _overlaps(start: int, end: int, other_start: int, other_end: int) -> bool:
@@ -155,5 +177,5 @@ def _splice_insertion(text: str, roundtrip: str, updated: str) -> str:
         mapping = rendered_offsets(text, roundtrip)
         if mapping is None:
             return updated  # not a faithfully reproduced part: take the whole result
-        at = mapping[prefix - 1] + 1 if prefix else 0  # before the form feeds that start the line
+        at = mapping.end(prefix)  # before the form feeds that start the line
     return text[:at] + updated[prefix:prefix + inserted] + text[at:]
