@@ -181,7 +181,7 @@ def _where_edits_land(text: str, module: cst.Module, findings: list[Finding]) ->
         if tag == "equal" and a1 == b1:
             faithful.update(range(a1 + 1, a2 + 1))
         elif tag == "replace" and a1 == b1 and a2 == b2:
-            # A top-level line's leading form feeds are not rendered, but its positions count them.
+            # A top-level line's leading form feeds are not rendered; the fixer maps positions past them.
             faithful.update(a1 + 1 + i for i in range(a2 - a1)
                             if original_lines[a1 + i].lstrip("\f") == rendered_lines[a1 + i])
     kept = []

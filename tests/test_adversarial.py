@@ -113,7 +113,7 @@ def check_file_bytes(data: bytes) -> None:
     if len(styles) == 1:
         assert set(re.findall(rb"\r\n|\r|\n", fixed)) <= styles, "line endings changed"
     # Bytes outside the fixes: the same check as the fuzzing of generated programs, on the text.
-    _check(decode(data).text)
+    _check(decode(data).text, data)
 
 
 @FUZZ

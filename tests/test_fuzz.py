@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from devlint.config import Config
 from devlint.engine import check_source, fixable, lint_text
+from devlint.source import decode
 
 hypothesmith = pytest.importorskip("hypothesmith")
 
@@ -81,8 +82,9 @@ def device_programs(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _check(source: str) -> None:
-    result = check_source("fuzz.py", source.encode(), CONFIG)
+def _check(source: str, data: bytes | None = None) -> None:
+    """`data`: the file's bytes where they are not `source` in UTF-8 (another declared encoding)."""
+    result = check_source("fuzz.py", source.encode() if data is None else data, CONFIG)
     if result.error is not None:
         assert not result.error.internal, result.error.message  # syntax errors are fine, devlint bugs are not
         return
@@ -96,7 +98,7 @@ def _check(source: str) -> None:
         pass
     else:
         compile(fixed, "fixed", "exec")
-    again = check_source("fuzz.py", fixed.encode(), CONFIG)
+    again = check_source("fuzz.py", fixed.encode("utf-8" if data is None else decode(data).encoding), CONFIG)
     assert again.fixed_source is None, "a second --fix changed the file"
     # The change stays inside the fixed findings' lines, plus inserted definition lines.
     touched: set[int] = set()
@@ -124,7 +126,7 @@ def _check(source: str) -> None:
             assert set(range(a1 + 1, a2 + 1)) <= touched, (tag, before[a1:a2])
         if tag == "insert":
             for line in after[b1:b2]:
-                assert re.fullmatch(r"(import torch|device = .*|)", line), line
+                assert re.fullmatch(r"(import torch|_?device = .*|)", line), line
 
 
 def _lines(text: str) -> list[str]:
