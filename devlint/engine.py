@@ -15,7 +15,7 @@ import libcst as cst
 from devlint.complexity import MAX_DEPTH, THREAD_DEPTH, Unanalysable, cannot_parse, over_limit, run_with_big_stack
 from devlint.config import Config
 from devlint.context import FileContext
-from devlint.fixer import apply_edits, define_device
+from devlint.fixer import UnplaceableDefinition, apply_edits, define_device
 from devlint.prefilter import TooComplex, parse_quietly, summarise
 from devlint.model import Applicability, FileError, FileResult, Finding, Fix
 from devlint.source import SourceError, decode
@@ -281,9 +281,10 @@ def fix_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str
     seen = {_digest(text)}  # digests, not texts: a long chain of passes over a big file
     passes = 0
     budget = MAX_FIX_PASSES  # set from the first pass's findings: each pass applies at least one
+    can_define = True  # False once the device definition could not be spliced into this file
     while passes < budget:
         findings = lint_text(current, config, rules)
-        chosen = [f for f in findings if fixable(f, config)]
+        chosen = [f for f in findings if fixable(f, config) and (can_define or not f.fix.needs_device)]
         if not chosen:
             return current, applied_all, findings
         if passes == 0:
@@ -291,7 +292,12 @@ def fix_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str
         passes += 1
         updated, applied = apply_edits(current, chosen)
         if any(f.fix.needs_device for f in applied):
-            updated = define_device(updated, config.fix_options)
+            try:
+                updated = define_device(updated, config.fix_options)
+            except UnplaceableDefinition:
+                # Only the fixes that need no new definition; the others stay reported.
+                can_define = False
+                updated, applied = apply_edits(current, [f for f in chosen if not f.fix.needs_device])
         if updated == current:
             return current, applied_all, findings
         if _digest(updated) in seen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 
 import libcst as cst
@@ -167,7 +168,7 @@ def _splice_insertion(text: str, roundtrip: str, updated: str) -> str:
         prefix += 1
     inserted = len(updated) - len(roundtrip)
     if inserted <= 0 or updated[prefix + inserted:] != roundtrip[prefix:]:
-        return updated  # not a pure insertion: take the whole result
+        raise UnplaceableDefinition("the transform changed more than it inserted")
     # the same insertion, moved back to the start of its line (`de|vice = ...` before `def f`)
     while prefix > 0 and updated[prefix - 1] != "\n" and updated[prefix - 1] == updated[prefix - 1 + inserted]:
         prefix -= 1
@@ -175,7 +176,26 @@ def _splice_insertion(text: str, roundtrip: str, updated: str) -> str:
         at = prefix
     else:
         mapping = rendered_offsets(text, roundtrip)
-        if mapping is None:
-            return updated  # not a faithfully reproduced part: take the whole result
-        at = mapping.end(prefix)  # before the form feeds that start the line
+        if mapping is not None:
+            at = mapping.end(prefix)  # before the form feeds that start the line
+        else:
+            at = _same_line_start(text, roundtrip, prefix)
+    # Regenerating the file instead would change bytes LibCST does not reproduce (`except (E) :`).
     return text[:at] + updated[prefix:prefix + inserted] + text[at:]
+
+
+class UnplaceableDefinition(Exception):
+    """The device definition cannot be spliced into the original text without touching other bytes."""
+
+
+def _same_line_start(text: str, roundtrip: str, prefix: int) -> int:
+    """Where line k of `text` starts, for an insertion at the start of line k of LibCST's rendering:
+    the lines before it may differ in content (LibCST drops a space in `except (E) :`) but not in number."""
+    if prefix and roundtrip[prefix - 1] not in "\r\n":
+        raise UnplaceableDefinition("the insertion is not at the start of a line")
+    k = len(_NEWLINE.findall(roundtrip, 0, prefix))
+    before, rendered = _NEWLINE.split(text)[:k], _NEWLINE.split(roundtrip)[:k]
+    matcher = difflib.SequenceMatcher(a=before, b=rendered, autojunk=False)
+    if len(before) != k or any(tag in ("insert", "delete") for tag, *_ in matcher.get_opcodes()):
+        raise UnplaceableDefinition("the lines before the insertion are not the file's")
+    return line_offsets(text)[k]

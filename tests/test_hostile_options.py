@@ -177,3 +177,26 @@ def test_an_edit_never_lands_where_libcst_positions_are_not_the_files(source, fi
     compile(fixed, "fixed.py", "exec")
     assert fixed_line in fixed.split("\n")
     assert fix(fixed) == fixed
+
+
+@pytest.mark.parametrize("source", [
+    # the definition goes after `import torch`, below a line LibCST does not render byte for byte
+    "try:\n    import x\nexcept (ImportError) :\n    pass\nimport torch\ny = torch.zeros(1).cuda()\n",
+    # `import torch` is added on top; trailing blanks without a newline are lost by LibCST
+    "try:\n    import x\nexcept (ImportError) :\n    pass\ny = torch.zeros(1).cuda()\n   \n  ",
+    "\fimport torch\nx = 1\ny = torch.zeros(1).cuda()\n\n\n",
+])
+def test_the_device_definition_is_spliced_and_no_other_byte_changes(source):
+    import difflib
+
+    from tests.helpers import fix
+
+    fixed = fix(source)
+    assert ".to(device)" in fixed
+    # Every line of the source, with its fix, is in the result; everything else is inserted definitions.
+    before = [line.replace(".cuda()", ".to(device)") for line in source.split("\n")]
+    after = fixed.split("\n")
+    for tag, _, _, b1, b2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        assert tag in ("equal", "insert"), (tag, after[b1:b2])
+        if tag == "insert":
+            assert all(line in ("", "import torch") or line.startswith("device = ") for line in after[b1:b2])
