@@ -25,3 +25,18 @@ def codes(source: str, select: str = "ALL") -> list[tuple[int, str]]:
 def fix(source: str, select: str = "ALL", unsafe: bool = False, **options) -> str:
     config = Config(select=(select,), fix=True, unsafe_fixes=unsafe, fix_options=FixOptions(**options))
     return fix_text(source, config)[0]
+
+
+def count_checks(monkeypatch) -> list[str]:
+    """The paths the runner checks (not served from the cache) from now on in this test."""
+    from devlint import runner
+
+    checked: list[str] = []
+    real = runner.check_file
+
+    def counting(path, config, **kwargs):
+        checked.append(path)
+        return real(path, config, **kwargs)
+
+    monkeypatch.setattr(runner, "check_file", counting)
+    return checked

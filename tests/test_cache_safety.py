@@ -22,6 +22,7 @@ import pytest
 
 from devlint import cache as cache_module
 from devlint import runner
+from tests.helpers import count_checks as _count_checks
 from devlint.cache import CACHE_DIR_NAME, ResultCache, settings_key
 from devlint.config import Config, FixOptions
 from tests.test_cli import BUGGY, run, write
@@ -268,16 +269,6 @@ def test_add_noqa_after_a_plain_run_adds_every_directive(project):
 
 
 # -- 5. corrupt caches -------------------------------------------------------------------------------
-def _count_checks(monkeypatch) -> list[str]:
-    checked: list[str] = []
-    real = runner.check_file
-
-    def counting(path, config, **kwargs):
-        checked.append(path)
-        return real(path, config, **kwargs)
-
-    monkeypatch.setattr(runner, "check_file", counting)
-    return checked
 
 
 def _results_file(project: Path) -> Path:

@@ -13,6 +13,7 @@ from devlint import runner
 from devlint.cache import ResultCache, settings_key
 from devlint.config import Config
 from devlint.model import FileResult
+from tests.helpers import count_checks as _count_checks
 from tests.test_cli import run, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,16 +51,6 @@ def test_same_findings_with_and_without_the_cache(tree):
     assert "SyntaxError" in warm.stderr  # errors are never cached
 
 
-def _count_checks(monkeypatch) -> list[str]:
-    checked: list[str] = []
-    real = runner.check_file
-
-    def counting(path, config, **kwargs):
-        checked.append(path)
-        return real(path, config, **kwargs)
-
-    monkeypatch.setattr(runner, "check_file", counting)
-    return checked
 
 
 def test_warm_run_checks_nothing_and_a_changed_file_is_checked_again(tmp_path, monkeypatch):
