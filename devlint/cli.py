@@ -23,6 +23,7 @@ from devlint.report import (
     render,
     render_diff,
     render_statistics,
+    would_fix_line,
 )
 from devlint.runner import check_files
 
@@ -34,7 +35,8 @@ class _DefaultToCheck(click.Group):
     """`devlint [OPTIONS] PATHS` means `devlint check ...`; `devlint rule DL001` is a subcommand."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ("--version",)):
+        # `devlint --help` is the group's help (it lists the subcommands); `devlint PATHS` is `check`.
+        if not args or (args[0] not in self.commands and args[0] not in ("--version", "--help", "-h")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -42,7 +44,10 @@ class _DefaultToCheck(click.Group):
 @click.group(cls=_DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="devlint")
 def main() -> None:
-    """devlint: find and fix PyTorch device bugs."""
+    """devlint: find and fix PyTorch device bugs.
+
+    `devlint [OPTIONS] [PATHS]` is `devlint check [OPTIONS] [PATHS]` (see `devlint check --help`).
+    """
 
 
 @main.command()
@@ -72,6 +77,8 @@ def main() -> None:
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option("--stdin-filename", help="The path of the source read from stdin (`devlint -`), for reporting and config.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: all cores].")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply exclude/extend-exclude to paths named on the command line too (for pre-commit).")
 @click.option("--follow-links", is_flag=True,
               help="Walk into symbolic links that lead out of the project (by default they are skipped).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
@@ -80,13 +87,15 @@ def main() -> None:
               help="Skip (with a notice) files larger than this many bytes [default: 1048576].")
 @click.version_option(__version__, prog_name="devlint")
 def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, add_noqa, ignore_noqa,
-          statistics, config_path, isolated, stdin_filename, jobs, follow_links, no_cache, cache_dir, **options) -> None:
+          statistics, config_path, isolated, stdin_filename, jobs, follow_links, no_cache, cache_dir, force_exclude,
+          **options) -> None:
     """Check PATHS (files or folders; default: .) for PyTorch device bugs. `-` reads stdin.
 
     Exit codes: 0 no findings, 1 findings, 2 bad input, usage or internal error.
     `devlint rule CODE` prints a rule's documentation.
     """
-    paths = list(paths) or ["."]
+    # As ruff: --stdin-filename with no path reads stdin (an editor passes only the name).
+    paths = list(paths) or (["-"] if stdin_filename is not None else ["."])
     try:
         file_settings = settings.resolve([p for p in paths if p != "-"] or ["."], config_path, isolated)
         config, output_format, exclude, extend_exclude = _merge(options, file_settings, fix or diff)
@@ -103,7 +112,8 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     try:
         discovered, results, cache = _run(paths, exclude, extend_exclude, file_settings.root, follow_links,
                                           output_file, config, no_cache, cache_dir, jobs,
-                                          write=(fix or add_noqa) and not diff, use_cache=not diff)
+                                          write=(fix or add_noqa) and not diff, use_cache=not diff,
+                                          force_exclude=force_exclude)
     except KeyboardInterrupt:
         # Workers finish the file in hand (writes are atomic) and queued files are dropped.
         click.echo("devlint: interrupted; files already fixed are complete, the others are unchanged", err=True)
@@ -117,10 +127,14 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
             click.echo(error_line(result), err=True)
         elif result.notice:
             click.echo(f"{result.path}: warning: {result.notice}", err=True)
+    if not discovered.files and not discovered.errors and not discovered.skipped:
+        click.echo(f"warning: no Python files found under {' '.join(paths)}", err=True)
+    other_errors, other_warnings = len(discovered.errors), len(discovered.skipped)
 
     if diff:
         diffs = [render_diff(r) for r in results if r.fixed_source is not None]
         click.echo("".join(diffs), nl=False)
+        click.echo(would_fix_line(results), err=True)  # as ruff: after the diff, on stderr
         code = exit_code(results, len(discovered.errors), exit_zero=False)
         sys.exit(code if code == EXIT_ERROR else int(bool(diffs)))
 
@@ -131,7 +145,9 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     if statistics:
         rendered = render_statistics(results)
     else:
-        rendered = render(output_format, results, fixing=fix, unsafe_fixes=config.unsafe_fixes)
+        rendered = render(output_format, results, fixing=fix, unsafe_fixes=config.unsafe_fixes,
+                          other_errors=other_errors, other_warnings=other_warnings,
+                          color=output_file is None and _use_color())
     _emit(rendered, output_file)
     if fix and show_fixes:
         for result in results:
@@ -144,13 +160,16 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
 
 
 def _run(paths, exclude, extend_exclude, root, follow_links, output_file, config, no_cache, cache_dir, jobs,
-         *, write: bool, use_cache: bool):
+         *, write: bool, use_cache: bool, force_exclude: bool = False):
     """Discover, then check (and fix): the part of a run that Ctrl-C may interrupt."""
-    discovered = discover(paths, exclude, extend_exclude, root, follow_links=follow_links)
+    discovered = discover(paths, exclude, extend_exclude, root, follow_links=follow_links,
+                          force_exclude=force_exclude)
     if output_file is not None:
         _refuse_input_as_output(output_file, discovered.files)
     for path, reason in discovered.errors:
         click.echo(f"{path}: error: {reason}", err=True)
+    for path, reason in discovered.skipped:
+        click.echo(f"{path}: warning: {reason}", err=True)
     cache = None
     if not no_cache and use_cache:
         cache = ResultCache(cache_dir or os.path.join(root, CACHE_DIR_NAME), settings_key(config))
@@ -229,9 +248,18 @@ def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, e
     return exit_code([result], 0, exit_zero=exit_zero)
 
 
+def _use_color() -> bool:
+    """Colour on a terminal only; NO_COLOR turns it off, FORCE_COLOR on (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
 def _emit(text: str, output_file: str | None) -> None:
     if output_file is None:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=_use_color())  # click strips styles it is not told to keep
         return
     try:
         # A file name that is not UTF-8 is reported as the terminal shows it: its own bytes.
@@ -283,7 +311,7 @@ def clean(cache_dir: str | None) -> None:
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Print every rule's documentation.")
 def rule(code: str | None, show_all: bool) -> None:
-    """Print the documentation of rule CODE (e.g. DL002), or list the rules."""
+    """Print a rule's documentation (`devlint rule DL002`), or list the rules."""
     from devlint.rules import ALL_RULES, RULES_BY_CODE
 
     if show_all:

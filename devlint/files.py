@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_EXCLUDES = frozenset({
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -20,12 +20,20 @@ PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 class Discovered:
     files: list[str]
     errors: list[tuple[str, str]]  # (path, reason)
+    # Named files left out with a warning (path, reason): e.g. README.md is not Python.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude: tuple[str, ...] = (),
-             root: str = ".", follow_links: bool = False) -> Discovered:
+             root: str = ".", follow_links: bool = False, force_exclude: bool = False) -> Discovered:
     """Files to check. `exclude` (gitignore-style globs relative to `root`) replaces the default
-    folder list; `extend_exclude` adds to it. Both apply to walked folders, not to named files.
+    folder list; `extend_exclude` adds to it. Both apply to walked folders, and to named paths
+    (or a folder above them, up to `root`) only with `force_exclude` (as ruff's flag: what
+    pre-commit passes is then filtered like a walk).
+
+    A named file is checked when it is .py, .pyi or .ipynb or starts with a python shebang (what
+    pre-commit calls python); any other named file (README.md) is skipped with a warning.
+    Walking `.` lists `a.py`, not `./a.py`: paths are shown as the user would type them.
 
     Each real file is listed once, under the first name that reaches it. A walk does not follow a
     symbolic link (to a folder or a file) that leads out of `root` and of the folder named, unless
@@ -33,6 +41,7 @@ def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude:
     is always followed: the user asked for it."""
     files: list[str] = []
     errors: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = []
     seen: set[str] = set()
 
     def add(path: str, key: str | None = None) -> None:
@@ -45,6 +54,8 @@ def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude:
     patterns = [*(exclude or ()), *extend_exclude]
     excluded = _Excluded(patterns, root, names)
     for path in paths:
+        if force_exclude and _named_excluded(path, excluded):
+            continue
         try:
             is_dir = stat.S_ISDIR(os.stat(path).st_mode)
         except (FileNotFoundError, NotADirectoryError):
@@ -58,11 +69,41 @@ def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude:
             continue
         if is_dir:
             within = None if follow_links else (os.path.realpath(root), os.path.realpath(path))
+            strip = path in (os.curdir, os.curdir + os.sep)  # `.` walks to `a.py`, not `./a.py`
             for found, key in _walk(path, errors, excluded, within):
-                add(found, key)
+                add(found[2:] if strip and found.startswith(os.curdir + os.sep) else found, key)
+        elif _is_python_file(path):
+            add(path)  # reading may still fail: that is reported by the run
         else:
-            add(path)  # explicit files are checked whatever their name; reading may still fail
-    return Discovered(files, errors)
+            skipped.append((path, "skipped: not a Python file (devlint checks .py, .pyi, .ipynb and files "
+                                  "with a python shebang)"))
+    return Discovered(files, errors, skipped)
+
+
+def _is_python_file(path: str) -> bool:
+    """.py/.pyi/.ipynb, or a `#!...python...` first line (an unreadable file is kept: the run says why)."""
+    if path.endswith(PYTHON_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return True
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _named_excluded(path: str, excluded: "_Excluded") -> bool:
+    """A named path, or one of its folders below the project root, matches the excludes."""
+    absolute = os.path.abspath(path)
+    if excluded(path, os.path.isdir(path), absolute):
+        return True
+    root = excluded.root
+    folder = os.path.dirname(absolute)
+    while folder != root and _is_within(folder, root) and folder != os.path.dirname(folder):
+        if excluded(folder, True, folder):
+            return True
+        folder = os.path.dirname(folder)
+    return False
 
 
 def _relative(path: str, directory: str) -> str:

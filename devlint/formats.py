@@ -35,7 +35,7 @@ def _findings(results: list[FileResult]):
 
 
 # -- full --------------------------------------------------------------------------------------------
-def render_full(results: list[FileResult]) -> str:
+def render_full(results: list[FileResult], other_errors: int = 0, other_warnings: int = 0) -> str:
     blocks = []
     for result, finding in _findings(results):
         lines = (result.original_source or "").splitlines()
@@ -53,7 +53,8 @@ def render_full(results: list[FileResult]) -> str:
             if finding.fix.edits and result.original_source is not None:
                 block.append(_fix_diff(result.original_source, finding).rstrip("\n"))
         blocks.append("\n".join(block))
-    text = render_text(results, fixing=False, unsafe_fixes=False)
+    text = render_text(results, fixing=False, unsafe_fixes=False, other_errors=other_errors,
+                       other_warnings=other_warnings)
     shown = {finding_line(r.path, f) for r, f in _findings(results)}
     summary = "\n".join(line for line in text.splitlines() if line not in shown) + "\n"
     return "\n\n".join(blocks) + ("\n\n" if blocks else "") + summary

@@ -5,15 +5,27 @@ from __future__ import annotations
 import difflib
 import json
 
+import click
+
 from devlint.model import Applicability, FileResult, Finding
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def finding_line(path: str, finding: Finding) -> str:
+def finding_line(path: str, finding: Finding, color: bool = False) -> str:
+    """`path:line:col: CODE [*] message`; with `color`, styled as ruff does (bold path, red code, cyan [*])."""
     marker = " [*]" if finding.fix and finding.fix.applicability is Applicability.SAFE and finding.fix.edits else ""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    if color:
+        return (f"{click.style(path, bold=True)}{click.style(':', fg='cyan')}{cell}{finding.start.line}"
+                f"{click.style(':', fg='cyan')}{finding.start.column + 1}{click.style(':', fg='cyan')} "
+                f"{click.style(finding.code, fg='red', bold=True)}{click.style(marker, fg='cyan')} {finding.message}")
     return f"{path}:{cell}{finding.start.line}:{finding.start.column + 1}: {finding.code}{marker} {finding.message}"
+
+
+def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
+    """`1 error`, `2 errors`, `1 hidden fix`, `2 hidden fixes`."""
+    return f"{count} {noun if count == 1 else plural_noun or noun + 's'}"
 
 
 def error_line(result: FileResult) -> str:
@@ -26,25 +38,71 @@ def error_line(result: FileResult) -> str:
     return f"{where}: error: {error.message}"
 
 
-def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool) -> str:
-    lines = [finding_line(r.path, f) for r in results for f in r.findings]
+def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, other_errors: int = 0,
+                other_warnings: int = 0, color: bool = False) -> str:
+    """One line per finding, then a summary that is honest about what was not checked.
+
+    `other_errors` counts paths that never became results (a missing path); `other_warnings` named
+    files left out (README.md). `All checks passed!` only when every requested file was checked and
+    is clean; a run that checked nothing says so."""
+    lines = [finding_line(r.path, f, color) for r in results for f in r.findings]
     findings = [f for r in results for f in r.findings]
     fixed = sum(len(r.applied) for r in results)
+    errors = other_errors + sum(1 for r in results if r.error)
+    skipped = other_warnings + sum(1 for r in results if r.notice and not r.error)
+    summary: list[str] = []
+    unchecked = _unchecked(errors, skipped)
     if findings:
-        noun = "error" if len(findings) + fixed == 1 else "errors"
-        lines.append(f"Found {len(findings) + fixed} {noun} ({fixed} fixed, {len(findings)} remaining)." if fixed
-                     else f"Found {len(findings)} {noun}.")
+        total = len(findings) + fixed
+        summary.append(f"Found {plural(total, 'error')} ({fixed} fixed, {len(findings)} remaining)." if fixed
+                       else f"Found {plural(total, 'error')}.")
+        if unchecked:
+            summary.append(unchecked[0].upper() + unchecked[1:] + ".")
         safe = sum(1 for f in findings if _applicable(f, Applicability.SAFE))
         unsafe = sum(1 for f in findings if _applicable(f, Applicability.UNSAFE))
         if safe and not fixing:
-            lines.append(f"[*] {safe} fixable with the `--fix` option.")
+            summary.append(f"[*] {safe} fixable with the `--fix` option.")
         if unsafe and not unsafe_fixes:
-            lines.append(f"({unsafe} hidden fixes can be enabled with the `--unsafe-fixes` option.)")
+            summary.append(f"({plural(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with the "
+                           "`--unsafe-fixes` option.)")
     elif fixed:
-        lines.append(f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining).")
-    elif not any(r.error for r in results):
-        lines.append("All checks passed!")
-    return "\n".join(lines) + "\n"
+        summary.append(f"Found {plural(fixed, 'error')} ({fixed} fixed, 0 remaining).")
+        if unchecked:
+            summary.append(unchecked[0].upper() + unchecked[1:] + ".")
+    elif errors:
+        summary.append(f"Checks did not complete: {unchecked}.")
+    elif skipped:
+        summary.append(f"All checks passed, but {unchecked}.")
+    elif not findings and not fixed:
+        summary.append("All checks passed!" if results else "No Python files found; nothing was checked.")
+    if color:
+        summary = [_style_summary(line, bool(findings or errors)) for line in summary]
+    return "\n".join(lines + summary) + "\n"
+
+
+def _unchecked(errors: int, skipped: int) -> str:
+    """`1 file could not be checked and 2 files were skipped (see the errors and warnings above)`."""
+    parts = []
+    if errors:
+        parts.append(f"{plural(errors, 'file')} could not be checked")
+    if skipped:
+        parts.append(f"{plural(skipped, 'file')} {'was' if skipped == 1 else 'were'} skipped")
+    if not parts:
+        return ""
+    seen = " and ".join(kind for kind, count in (("errors", errors), ("warnings", skipped)) if count)
+    return f"{' and '.join(parts)} (see the {seen} above)"
+
+
+def _style_summary(line: str, failed: bool) -> str:
+    if line.startswith("[*]"):
+        return click.style("[*]", fg="cyan") + line[3:]
+    if line.startswith("All checks passed!"):
+        return click.style(line, fg="green", bold=True)
+    if line.startswith(("Found", "Checks did not complete")):
+        return click.style(line, bold=True)
+    if line.startswith("All checks passed, but") or "skipped" in line:
+        return click.style(line, fg="yellow", bold=True)
+    return line
 
 
 def _applicable(finding: Finding, level: Applicability) -> bool:
@@ -88,13 +146,18 @@ def render_json(results: list[FileResult]) -> str:
 OUTPUT_FORMATS = ("text", "json", "full", "json-lines", "github", "gitlab", "junit", "sarif")
 
 
-def render(fmt: str, results: list[FileResult], *, fixing: bool, unsafe_fixes: bool) -> str:
+def render(fmt: str, results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, other_errors: int = 0,
+           other_warnings: int = 0, color: bool = False) -> str:
+    """`other_errors` / `other_warnings`: see render_text (they shape the summary of text and full)."""
     if fmt == "json":
         return render_json(results)
     if fmt == "text":
-        return render_text(results, fixing=fixing, unsafe_fixes=unsafe_fixes)
+        return render_text(results, fixing=fixing, unsafe_fixes=unsafe_fixes, other_errors=other_errors,
+                           other_warnings=other_warnings, color=color)
     from devlint import formats  # the CI formats: full, json-lines, github, gitlab, junit, sarif
 
+    if fmt == "full":
+        return formats.render_full(results, other_errors=other_errors, other_warnings=other_warnings)
     return formats.render(fmt, results)
 
 
@@ -108,6 +171,14 @@ def render_statistics(results: list[FileResult]) -> str:
         fixable = sum(1 for f in found if _applicable(f, Applicability.SAFE))
         lines.append(f"{len(found):5}\t{code}\t{'[*] ' if fixable else '    '}{name}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def would_fix_line(results: list[FileResult]) -> str:
+    """What `--diff` ends with (on stderr), as ruff: `Would fix 3 errors.`; `No errors would be fixed.`"""
+    count = sum(len(r.applied) for r in results if r.fixed_source is not None)
+    if not count:
+        return "No errors would be fixed."
+    return f"Would fix {plural(count, 'error')}."
 
 
 def render_diff(result: FileResult) -> str:

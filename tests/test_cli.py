@@ -221,7 +221,7 @@ def test_unsafe_fixes_are_counted_and_applied_only_on_request(tmp_path):
     path = write(tmp_path / "a.py", "import torch\nx = torch.zeros(1).cuda(1)\n")
     result = run(str(path), "--fix")
     assert result.exit_code == 1
-    assert "1 hidden fixes can be enabled with the `--unsafe-fixes` option" in result.output
+    assert "1 hidden fix can be enabled with the `--unsafe-fixes` option" in result.output
     assert ".cuda(1)" in path.read_text()
     result = run(str(path), "--fix", "--unsafe-fixes")
     assert result.exit_code == 0
