@@ -204,3 +204,28 @@ def test_colour_on_a_real_terminal_and_no_color_turns_it_off(tmp_path):
     (tmp_path / "a.py").write_text(BUGGY)
     assert ESC in _on_a_terminal(tmp_path, {})
     assert ESC not in _on_a_terminal(tmp_path, {"NO_COLOR": "1"})
+
+
+# -- recipes that can be followed ----------------------------------------------------------------------
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _section(title: str) -> str:
+    return README.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_pre_commit_rev_is_a_commit_sha_or_a_documented_release_tag():
+    import re
+
+    section = _section("pre-commit")
+    revs = re.findall(r"^\s*rev:\s*(\S+)", section, flags=re.M)
+    assert revs, section
+    for rev in revs:  # v0.1.0 named a tag that did not exist (`pathspec 'v0.1.0' did not match`)
+        assert re.fullmatch(r"[0-9a-f]{40}", rev), rev
+    assert "vX.Y.Z" in section and "sha" in section
+
+
+def test_readme_ci_recipe_installs_from_the_repository():
+    section = _section("CI")
+    assert "pip install devlint" not in section  # no such distribution
+    assert 'pip install "git+https://github.com/' in section
