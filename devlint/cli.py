@@ -18,10 +18,10 @@ from devlint.report import (
     EXIT_ERROR,
     error_line,
     exit_code,
-    finding_line,
     OUTPUT_FORMATS,
     render,
     render_diff,
+    render_fixes,
     render_statistics,
     would_fix_line,
 )
@@ -147,12 +147,11 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     else:
         rendered = render(output_format, results, fixing=fix, unsafe_fixes=config.unsafe_fixes,
                           other_errors=other_errors, other_warnings=other_warnings,
-                          color=output_file is None and _use_color())
+                          color=output_file is None and _use_color(), show_fixes=fix and show_fixes)
     _emit(rendered, output_file)
-    if fix and show_fixes:
-        for result in results:
-            for applied in result.applied:
-                click.echo(f"Fixed {finding_line(result.path, applied)} -> {applied.fix.title}", err=True)
+    if fix and show_fixes and (statistics or output_format != "text"):
+        # A machine format on stdout must stay parsable: the block goes to stderr there.
+        click.echo(render_fixes(results), err=True, nl=False)
     code = exit_code(results, len(discovered.errors), exit_zero=exit_zero)
     if code != EXIT_ERROR and exit_non_zero_on_fix and any(r.fixed_source for r in results):
         code = 1

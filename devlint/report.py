@@ -38,8 +38,27 @@ def error_line(result: FileResult) -> str:
     return f"{where}: error: {error.message}"
 
 
+def render_fixes(results: list[FileResult], color: bool = False) -> str:
+    """`--show-fixes`, as ruff: `Fixed 2 errors:` then per file `- path:` and `    1 × DL001 (cuda-call)`."""
+    total = sum(len(r.applied) for r in results)
+    if not total:
+        return ""
+    lines = [f"Fixed {plural(total, 'error')}:"]
+    for result in results:
+        if not result.applied:
+            continue
+        counts: dict[tuple[str, str], int] = {}
+        for applied in result.applied:
+            counts[(applied.code, applied.name)] = counts.get((applied.code, applied.name), 0) + 1
+        lines.append(f"- {click.style(result.path, bold=True) if color else result.path}:")
+        for (code, name), count in sorted(counts.items()):
+            shown = click.style(code, fg="red", bold=True) if color else code
+            lines.append(f"    {count} \u00d7 {shown} ({name})")
+    return "\n".join(lines) + "\n"
+
+
 def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, other_errors: int = 0,
-                other_warnings: int = 0, color: bool = False) -> str:
+                other_warnings: int = 0, color: bool = False, show_fixes: bool = False) -> str:
     """One line per finding, then a summary that is honest about what was not checked.
 
     `other_errors` counts paths that never became results (a missing path); `other_warnings` named
@@ -77,6 +96,9 @@ def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, 
         summary.append("All checks passed!" if results else "No Python files found; nothing was checked.")
     if color:
         summary = [_style_summary(line, bool(findings or errors)) for line in summary]
+    fixes = render_fixes(results, color) if show_fixes else ""
+    if fixes:  # between the findings and the summary, as ruff
+        lines += ([""] if lines else []) + fixes.splitlines() + [""]
     return "\n".join(lines + summary) + "\n"
 
 
@@ -147,13 +169,14 @@ OUTPUT_FORMATS = ("text", "json", "full", "json-lines", "github", "gitlab", "jun
 
 
 def render(fmt: str, results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, other_errors: int = 0,
-           other_warnings: int = 0, color: bool = False) -> str:
-    """`other_errors` / `other_warnings`: see render_text (they shape the summary of text and full)."""
+           other_warnings: int = 0, color: bool = False, show_fixes: bool = False) -> str:
+    """`other_errors` / `other_warnings`: see render_text (they shape the summary of text and full).
+    `show_fixes` adds the `Fixed N errors:` block to text (other formats: the caller prints it on stderr)."""
     if fmt == "json":
         return render_json(results)
     if fmt == "text":
         return render_text(results, fixing=fixing, unsafe_fixes=unsafe_fixes, other_errors=other_errors,
-                           other_warnings=other_warnings, color=color)
+                           other_warnings=other_warnings, color=color, show_fixes=show_fixes)
     from devlint import formats  # the CI formats: full, json-lines, github, gitlab, junit, sarif
 
     if fmt == "full":

@@ -244,7 +244,7 @@ def test_exit_non_zero_on_fix(tmp_path):
 def test_show_fixes(tmp_path):
     path = write(tmp_path / "a.py", BUGGY)
     result = run(str(path), "--fix", "--show-fixes")
-    assert "Fixed" in result.stderr and "DL001" in result.stderr
+    assert "Fixed 1 error:\n- " in result.stdout and "    1 × DL001 (cuda-call)\n" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -229,3 +229,25 @@ def test_readme_ci_recipe_installs_from_the_repository():
     section = _section("CI")
     assert "pip install devlint" not in section  # no such distribution
     assert 'pip install "git+https://github.com/' in section
+
+
+def test_show_fixes_prints_a_grouped_block_on_stdout(tmp_path):
+    (tmp_path / "a.py").write_text(BUGGY + "y = torch.ones(2).cuda()\nz = torch.load('m.pt')\n")
+    proc = devlint("a.py", "--fix", "--show-fixes", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ("Fixed 3 errors:\n"
+                           "- a.py:\n"
+                           "    2 \u00d7 DL001 (cuda-call)\n"
+                           "    1 \u00d7 DL002 (torch-load-without-map-location)\n"
+                           "\n"
+                           "Found 3 errors (3 fixed, 0 remaining).\n")
+    assert "Fixed" not in proc.stderr
+
+
+def test_show_fixes_keeps_a_machine_format_parsable(tmp_path):
+    import json
+
+    (tmp_path / "a.py").write_text(BUGGY)
+    proc = devlint("a.py", "--fix", "--show-fixes", "--output-format", "json", cwd=tmp_path)
+    assert json.loads(proc.stdout) == []
+    assert "Fixed 1 error:" in proc.stderr
