@@ -327,6 +327,26 @@ def rule(code: str | None, show_all: bool) -> None:
     click.echo(f"# {found.code} {found.name}\n\n{found.documentation()}")
 
 
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--virtual-gpu", "use_virtual_gpu", is_flag=True,
+              help="Run on devlint's virtual GPU: CUDA devices simulated on the CPU build of torch.")
+@click.option("--devices", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Number of virtual CUDA devices (with --virtual-gpu).")
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def run(use_virtual_gpu: bool, devices: int, script: str, args: tuple[str, ...]) -> None:
+    """Run SCRIPT as __main__ (`devlint run --virtual-gpu train.py --epochs 1`).
+
+    Under --virtual-gpu, the first device error (mixed devices in an op, .numpy() of a GPU tensor, ...)
+    prints the script's file and line, the two devices and the rule that covers it, then exits 1.
+    """
+    from devlint.virtual_gpu_runner import run_script  # imports torch only when a script is run
+
+    if not os.path.isfile(script):
+        _fail(f"{script}: no such file")
+    sys.exit(run_script(script, list(args), devices=devices, virtual=use_virtual_gpu))
+
+
 def _fail(message: str) -> None:
     click.echo(f"devlint: error: {message}", err=True)
     sys.exit(EXIT_ERROR)

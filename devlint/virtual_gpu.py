@@ -210,6 +210,7 @@ class VirtualGPU(TorchFunctionMode):
         return CPU if d is None else d
 
     def check_ordinal(self, idx: int) -> int:
+        __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
         if idx < 0:
             raise _dev_error(RuntimeError, "Device index must not be negative")
         if idx >= self.devices:
@@ -222,6 +223,7 @@ class VirtualGPU(TorchFunctionMode):
 
     def parse(self, d, check=True):
         """A device argument -> CPU, a CUDA index, or ('other', device) for meta and friends."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
         if d is None:
             return None
         if isinstance(d, bool):
@@ -254,6 +256,7 @@ class VirtualGPU(TorchFunctionMode):
         return obj
 
     def common(self, tensors, allow_cpu_scalar=True):
+        __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
         known = []
         for t in tensors:
             d = self.table.get(t)
@@ -274,6 +277,7 @@ class VirtualGPU(TorchFunctionMode):
 
     # ---- the mode ------------------------------------------------------------------------------
     def __torch_function__(self, func, types_, args=(), kwargs=None):
+        __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name in ("__get__", "__set__"):
@@ -288,6 +292,7 @@ class VirtualGPU(TorchFunctionMode):
         return self._generic(func, name, args, kwargs)
 
     def _property(self, func, name, args):
+        __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
         desc = getattr(getattr(func, "__self__", None), "__name__", "")
         t = args[0] if args else None
         if name == "__get__" and isinstance(t, torch.Tensor):
@@ -328,6 +333,7 @@ class VirtualGPU(TorchFunctionMode):
         return func(*args)
 
     def _generic(self, func, name, args, kwargs):
+        __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
         target = None
         if "device" in kwargs and kwargs["device"] is not None:
             target = self.parse(kwargs["device"])

@@ -1,0 +1,139 @@
+"""Front doors of the virtual GPU: `devlint run --virtual-gpu SCRIPT` and the report of a device error.
+
+Importing this module does not import torch; `run_script` imports `devlint.virtual_gpu` (and with it
+torch) only when a script is run under the virtual GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import sysconfig
+import traceback
+
+_DEVLINT_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _library_dirs() -> tuple[str, ...]:
+    dirs = {_DEVLINT_DIR}
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        if paths.get(key):
+            dirs.add(os.path.abspath(paths[key]))
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        dirs.add(os.path.dirname(os.path.abspath(torch.__file__)))
+    for name in ("_pytest", "pluggy", "click"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            dirs.add(os.path.dirname(os.path.abspath(mod.__file__)))
+    return tuple(d + os.sep for d in dirs)
+
+
+def user_frame(exc: BaseException) -> tuple[str, int] | None:
+    """(file, line) of the innermost frame of `exc`'s traceback in the user's code (not a library's)."""
+    libs = _library_dirs()
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        name = frame.filename
+        if name.startswith("<"):
+            continue
+        if os.path.abspath(name).startswith(libs):
+            continue
+        found = (name, frame.lineno or 0)
+    return found
+
+
+def _rule_hint(exc: BaseException) -> str | None:
+    """The devlint rule that covers this kind of error, when one exists."""
+    from devlint.rules import RULES
+
+    text = str(exc)
+    if "numpy" in text:
+        wanted = ("numpy",)
+    elif "Expected all tensors to be on the same device" in text:
+        wanted = ("unregistered", "tensor-attribute", "plain-tensor-attribute")
+    elif "invalid device ordinal" in text:
+        wanted = ("hardcoded-device-ids",)
+    elif "No CUDA GPUs are available" in text:
+        wanted = ("cuda-call",)
+    elif "deserialize object on a CUDA device" in text:
+        wanted = ("torch-load-without-map-location",)
+    else:
+        return None
+    for info in RULES:
+        if any(w in info.name for w in wanted):
+            return f"{info.code} ({info.name})"
+    return None
+
+
+def device_error_report(exc: BaseException) -> str | None:
+    """The lines devlint prints for a device error raised under the virtual GPU; None for other errors."""
+    vg = sys.modules.get("devlint.virtual_gpu")
+    if vg is None:
+        return None
+    devices = vg.device_error_info(exc)
+    if devices is None:
+        return None
+    where = user_frame(exc)
+    place = f"{where[0]}:{where[1]}" if where else "<unknown>"
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    lines = [f"devlint: device error at {place}: {type(exc).__name__}: {first}"]
+    if len(devices) == 2:
+        lines.append(f"devlint: the two devices: {devices[0]} and {devices[1]}")
+    hint = _rule_hint(exc)
+    if hint:
+        lines.append(f"devlint: rule that covers this pattern: {hint}")
+    return "\n".join(lines)
+
+
+def _print_user_traceback(exc: BaseException) -> None:
+    """The traceback as `python SCRIPT` prints it: without devlint's own frames and runpy's."""
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack
+         if not f.filename.startswith("<frozen runpy")
+         and not os.path.abspath(f.filename).startswith(_DEVLINT_DIR + os.sep)])
+    print("".join(te.format()), end="", file=sys.stderr)
+
+
+def run_script(script: str, args: list[str] | tuple[str, ...], devices: int = 1, virtual: bool = True) -> int:
+    """Run `script` as __main__ (like `python SCRIPT ARGS`), under the virtual GPU when `virtual`.
+
+    Returns the exit status: the script's own on SystemExit, 1 after a device error or another exception.
+    """
+    import contextlib
+
+    path = os.path.abspath(script)
+    old_argv, old_path = sys.argv[:], sys.path[:]
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(path))
+    try:
+        if virtual:
+            from devlint.virtual_gpu import virtual_gpu
+            ctx = virtual_gpu(devices=devices)
+        else:
+            ctx = contextlib.nullcontext()
+        with ctx:
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BaseException as e:  # noqa: BLE001 - the script's own error is reported like Python does
+        report = device_error_report(e)
+        _print_user_traceback(e)
+        if report:
+            print(report, file=sys.stderr)
+        return 1
+    finally:
+        sys.argv, sys.path[:] = old_argv, old_path
+        sys.stdout.flush()
+    return 0
