@@ -70,8 +70,12 @@ def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude:
         if is_dir:
             within = None if follow_links else (os.path.realpath(root), os.path.realpath(path))
             strip = path in (os.curdir, os.curdir + os.sep)  # `.` walks to `a.py`, not `./a.py`
+            before = len(errors)
             for found, key in _walk(path, errors, excluded, within):
                 add(found[2:] if strip and found.startswith(os.curdir + os.sep) else found, key)
+            if strip:  # an unreadable folder met in the walk: `sub`, not `./sub`
+                errors[before:] = [(p[2:] if p.startswith(os.curdir + os.sep) else p, reason)
+                                   for p, reason in errors[before:]]
         elif _is_python_file(path):
             add(path)  # reading may still fail: that is reported by the run
         else:

@@ -1,6 +1,12 @@
 """Output formats for people and CI beyond text and JSON: full, json-lines, github, gitlab, junit, sarif.
 
 Each renderer takes the run's FileResults and returns text; none touches the disk.
+
+Notebooks: a finding's line and column count within its cell (`cell`, 1-based among all cells, as
+ruff). `full` quotes the cell's code and shows the cell's diff; json and json-lines carry `cell`.
+The formats that can only point into the file (github, gitlab, junit, sarif) point at line 1,
+column 1 of the notebook, a position that is clearly a fallback (ruff's convention), and name the
+cell and the position within it in the message: `demo.ipynb:cell 3:2:5: DL001 ...`.
 """
 
 from __future__ import annotations
@@ -34,11 +40,34 @@ def _findings(results: list[FileResult]):
     return [(r, f) for r in results for f in r.findings]
 
 
+def _source(result: FileResult, finding: Finding) -> str | None:
+    """The text the finding's positions count in: the file, or for a notebook the cell's code."""
+    if finding.cell is None:
+        return result.original_source
+    if result.original_source is None:
+        return None
+    from devlint.notebook import cell_source
+
+    return cell_source(result.original_source, finding.cell)
+
+
+def _in_cell(finding: Finding) -> bool:
+    return finding.cell is not None
+
+
+def _fallback_region(finding: Finding):
+    """Where a file-position format points: the finding, or line 1 column 1 of a notebook."""
+    if _in_cell(finding):
+        return 1, 1, 1, 1
+    return finding.start.line, finding.start.column + 1, finding.end.line, finding.end.column + 1
+
+
 # -- full --------------------------------------------------------------------------------------------
 def render_full(results: list[FileResult], other_errors: int = 0, other_warnings: int = 0) -> str:
     blocks = []
     for result, finding in _findings(results):
-        lines = (result.original_source or "").splitlines()
+        source = _source(result, finding)
+        lines = (source or "").splitlines()
         block = [finding_line(result.path, finding)]
         width = len(str(finding.end.line))
         for number in range(finding.start.line, min(finding.end.line, len(lines)) + 1):
@@ -50,8 +79,8 @@ def render_full(results: list[FileResult], other_errors: int = 0, other_warnings
         if finding.fix is not None:
             level = "" if finding.fix.applicability is Applicability.SAFE else f" ({finding.fix.applicability.value})"
             block.append(f"= help: {finding.fix.title}{level}")
-            if finding.fix.edits and result.original_source is not None:
-                block.append(_fix_diff(result.original_source, finding).rstrip("\n"))
+            if finding.fix.edits and source is not None:
+                block.append(_fix_diff(source, finding).rstrip("\n"))
         blocks.append("\n".join(block))
     text = render_text(results, fixing=False, unsafe_fixes=False, other_errors=other_errors,
                        other_warnings=other_warnings)
@@ -67,6 +96,8 @@ def _fix_diff(source: str, finding: Finding) -> str:
     fixed = source
     for edit in sorted(finding.fix.edits, key=lambda e: (e.start, e.end), reverse=True):
         fixed = fixed[: offset(offsets, edit.start)] + edit.content + fixed[offset(offsets, edit.end):]
+    if not source.endswith(("\n", "\r")):  # a notebook cell's last line: keep the diff's lines apart
+        source, fixed = source + "\n", fixed + "\n"
     diff = difflib.unified_diff(source.splitlines(True), fixed.splitlines(True), n=1)
     return "".join(line for line in diff if not line.startswith(("---", "+++")))
 
@@ -88,15 +119,17 @@ def _escape_property(text: str) -> str:
 def render_github(results: list[FileResult]) -> str:
     lines = []
     for result, finding in _findings(results):
+        line, col, end_line, end_col = _fallback_region(finding)
         properties = ",".join([
             f"title={_escape_property(f'devlint ({finding.code})')}",
             f"file={_escape_property(result.path)}",
-            f"line={finding.start.line}",
-            f"col={finding.start.column + 1}",
-            f"endLine={finding.end.line}",
-            f"endColumn={finding.end.column + 1}",
+            f"line={line}",
+            f"col={col}",
+            f"endLine={end_line}",
+            f"endColumn={end_col}",
         ])
-        lines.append(f"::error {properties}::{_escape_data(f'{finding.code} {finding.message}')}")
+        text = finding_line(result.path, finding) if _in_cell(finding) else f"{finding.code} {finding.message}"
+        lines.append(f"::error {properties}::{_escape_data(text)}")
     for result in results:
         if result.error is not None:
             where = f"file={_escape_property(result.path)}"
@@ -111,18 +144,20 @@ def render_gitlab(results: list[FileResult]) -> str:
     issues = []
     seen: dict[str, int] = {}
     for result, finding in _findings(results):
-        lines = (result.original_source or "").splitlines()
+        lines = (_source(result, finding) or "").splitlines()
         text = lines[finding.start.line - 1].strip() if finding.start.line <= len(lines) else ""
+        line, _, end_line, _ = _fallback_region(finding)
+        cell = f"cell {finding.cell}:{finding.start.line}:{finding.start.column + 1}: " if _in_cell(finding) else ""
         # Not the line number: a fingerprint must survive code moving up or down.
         base = hashlib.sha256(f"{result.path}\0{finding.code}\0{finding.message}\0{text}".encode("utf-8", "surrogateescape")).hexdigest()
         seen[base] = seen.get(base, 0) + 1
         fingerprint = base if seen[base] == 1 else hashlib.sha256(f"{base}\0{seen[base]}".encode()).hexdigest()
         issues.append({
-            "description": f"{finding.code} {finding.message}",
+            "description": f"{cell}{finding.code} {finding.message}",
             "check_name": finding.code,
             "fingerprint": fingerprint,
             "severity": "major",
-            "location": {"path": result.path, "lines": {"begin": finding.start.line, "end": finding.end.line}},
+            "location": {"path": result.path, "lines": {"begin": line, "end": end_line}},
         })
     return json.dumps(issues, indent=2) + "\n"
 
@@ -141,7 +176,8 @@ def render_junit(results: list[FileResult]) -> str:
             ET.SubElement(suite, "testcase", classname=result.path, name="devlint")
             tests += 1
         for finding in result.findings:
-            name = f"{finding.code}:{finding.start.line}:{finding.start.column + 1}"
+            cell = f"cell {finding.cell}:" if _in_cell(finding) else ""
+            name = f"{finding.code}:{cell}{finding.start.line}:{finding.start.column + 1}"
             case = ET.SubElement(suite, "testcase", classname=result.path, name=name)
             ET.SubElement(case, "failure", message=finding.message, type=finding.code).text = finding_line(
                 result.path, finding)
@@ -185,17 +221,22 @@ def render_sarif(results: list[FileResult]) -> str:
     ]
     sarif_results = []
     for result, finding in _findings(results):
-        location = {"physicalLocation": {"artifactLocation": {"uri": _uri(result.path)},
-                                         "region": _region(finding.start, finding.end)}}
+        region = (_region(finding.start, finding.end) if not _in_cell(finding)
+                  else dict(zip(("startLine", "startColumn", "endLine", "endColumn"), _fallback_region(finding))))
+        location = {"physicalLocation": {"artifactLocation": {"uri": _uri(result.path)}, "region": region}}
         entry = {
             "ruleId": finding.code,
             "ruleIndex": index[finding.code],
             "level": "error",
-            "message": {"text": finding.message},
+            "message": {"text": finding_line(result.path, finding) if _in_cell(finding) else finding.message},
             "locations": [location],
         }
+        if _in_cell(finding):
+            entry["properties"] = {"cell": finding.cell, "cellRegion": _region(finding.start, finding.end)}
         fix = finding.fix
-        if fix is not None and fix.edits and fix.applicability is not Applicability.DISPLAY_ONLY:
+        # A notebook's fix edits count within a cell, not the file's JSON: no replacement to offer there.
+        if (fix is not None and fix.edits and fix.applicability is not Applicability.DISPLAY_ONLY
+                and not _in_cell(finding)):
             entry["fixes"] = [{
                 # The fixer also defines `device` once per file where this is set (see --fix).
                 "properties": {"needsDeviceDefinition": fix.needs_device},

@@ -251,3 +251,71 @@ def test_show_fixes_keeps_a_machine_format_parsable(tmp_path):
     proc = devlint("a.py", "--fix", "--show-fixes", "--output-format", "json", cwd=tmp_path)
     assert json.loads(proc.stdout) == []
     assert "Fixed 1 error:" in proc.stderr
+
+
+# -- notebooks in every format ---------------------------------------------------------------------------
+def _notebook_results(tmp_path: Path):
+    import json
+
+    from devlint.config import Config
+    from devlint.runner import check_file
+
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "id": "m", "metadata": {}, "source": ["# Train"]},
+            {"cell_type": "code", "execution_count": 1, "id": "c", "metadata": {}, "outputs": [],
+             "source": ["import torch\n", "import torch.nn as nn\n", "m = nn.Linear(4, 2).cuda()"]},
+        ],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                     "language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = tmp_path / "demo.ipynb"
+    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    return [check_file(str(path), Config(), write=False)], str(path)
+
+
+def test_full_quotes_the_cell_and_its_diff(tmp_path):
+    from devlint.formats import render
+
+    results, path = _notebook_results(tmp_path)
+    text = render("full", results)
+    assert f"{path}:cell 2:3:21: DL001 [*]" in text
+    assert "3 | m = nn.Linear(4, 2).cuda()\n  |                     ^^^^^^\n" in text
+    assert "-m = nn.Linear(4, 2).cuda()\n+m = nn.Linear(4, 2).to(device)\n" in text
+    assert '"source"' not in text and "cell_type" not in text  # never the raw JSON
+
+
+def test_file_position_formats_name_the_cell_and_point_at_a_clear_fallback(tmp_path):
+    import json
+
+    from devlint.formats import render
+
+    results, path = _notebook_results(tmp_path)
+    github = render("github", results)
+    assert ",line=1,col=1,endLine=1,endColumn=1::" in github and "cell 2%3A3%3A21" not in github
+    assert github.rstrip().endswith(f"{path}:cell 2:3:21: DL001 [*] `.cuda()` hard-codes the CUDA device; use "
+                                    "`.to(device)`")
+    gitlab = json.loads(render("gitlab", results))[0]
+    assert gitlab["description"].startswith("cell 2:3:21: DL001") and gitlab["location"]["lines"] == {
+        "begin": 1, "end": 1}
+    assert 'name="DL001:cell 2:3:21"' in render("junit", results)
+    sarif = json.loads(render("sarif", results))["runs"][0]["results"][0]
+    assert sarif["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+    assert sarif["properties"] == {"cell": 2, "cellRegion": {"startLine": 3, "startColumn": 21, "endLine": 3,
+                                                             "endColumn": 27}}
+    assert "fixes" not in sarif  # its edits count in the cell, not in the file's JSON
+    rows = [json.loads(line) for line in render("json-lines", results).splitlines()]
+    assert [(r["cell"], r["line"], r["column"]) for r in rows] == [(2, 3, 21)]
+
+
+def test_notebook_sarif_still_validates(tmp_path):
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema")
+    from devlint.formats import render
+
+    results, _ = _notebook_results(tmp_path)
+    schema = json.loads((Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json").read_text())
+    jsonschema.validate(json.loads(render("sarif", results)), schema)

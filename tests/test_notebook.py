@@ -321,7 +321,7 @@ def test_notebooks_are_discovered_in_folders(tmp_path):
     (tmp_path / ".ipynb_checkpoints" / "nb-checkpoint.ipynb").write_bytes(FIXTURE.read_bytes())
     (tmp_path / ".git").mkdir()
     result = run(".", "--output-format", "json", "--no-cache", cwd=tmp_path)
-    assert {f["path"] for f in json.loads(result.stdout)} == {"./nb.ipynb"}
+    assert {f["path"] for f in json.loads(result.stdout)} == {"nb.ipynb"}  # as typed: no ./ (issue 17)
 
 
 # -- any mix of lines ----------------------------------------------------------------------------------

@@ -293,7 +293,7 @@ def test_an_unreadable_folder_met_in_a_walk_is_reported_and_the_rest_checked(unp
     (unprivileged_dir / "sub").chmod(0o311)  # searchable, not listable
     proc = devlint_unprivileged(unprivileged_dir, ".")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == ["./sub: error: cannot read: Permission denied"]
+    assert proc.stderr.splitlines() == ["sub: error: cannot read: Permission denied"]
     assert "good.py:2:20: DL001" in proc.stdout
 
 
