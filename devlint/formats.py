@@ -81,6 +81,7 @@ def render_full(results: list[FileResult], other_errors: int = 0, other_warnings
             block.append(f"= help: {finding.fix.title}{level}")
             if finding.fix.edits and source is not None:
                 block.append(_fix_diff(source, finding).rstrip("\n"))
+        block.append(f"= docs: `devlint rule {finding.code}` explains the rule, its fix and its options")
         blocks.append("\n".join(block))
     text = render_text(results, fixing=False, unsafe_fixes=False, other_errors=other_errors,
                        other_warnings=other_warnings)

@@ -319,3 +319,11 @@ def test_notebook_sarif_still_validates(tmp_path):
     results, _ = _notebook_results(tmp_path)
     schema = json.loads((Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json").read_text())
     jsonschema.validate(json.loads(render("sarif", results)), schema)
+
+
+def test_full_names_where_each_rule_is_documented(tmp_path):
+    from devlint.formats import render
+
+    results, _ = _notebook_results(tmp_path)
+    assert "= docs: `devlint rule DL001` explains the rule" in render("full", results)
+    assert devlint("rule", "DL001", cwd=tmp_path).stdout.startswith("# DL001 cuda-call")
