@@ -59,10 +59,11 @@ gives the first form, naming the two devices.
 Known limits
 ------------
 * GPU numerics are not reproduced: TF32 matmuls, fp16/bf16 CUDA kernels, nondeterministic atomics and
-  cuDNN algorithms give CPU results (``torch.autocast("cuda")`` does not turn a matmul into float16).
+  cuDNN algorithms give CPU results. Under ``torch.autocast("cuda")`` the ops autocast runs in float16
+  (matmul, linear, conv, ...) return float16 as on a GPU, but are computed in float32 and rounded.
 * Custom CUDA extensions and Triton kernels cannot run; ``torch.compile`` for CUDA is not supported.
 * Multi-process distributed training and DataLoader pin-memory threads are not covered (the mode is
-  per thread); ``CUDA_VISIBLE_DEVICES`` is read once, when the context starts.
+  per thread).
 * Only what goes through ``torch``'s Python API is seen: a storage moved with ``UntypedStorage.cuda()``
   is not.
 
@@ -114,6 +115,14 @@ _PASS = {
     "storage_offset", "is_contiguous", "is_floating_point", "is_complex", "is_signed", "__len__",
     "__hash__", "__bool__", "__float__", "__int__", "__index__", "item", "tolist", "__format__",
     "is_nonzero", "_is_view", "__reduce_ex__", "__deepcopy__", "__setstate__", "_version", "__dlpack_device__",
+}
+
+# Ops that torch.autocast("cuda") runs in float16 (PyTorch's "CUDA Ops that can autocast to float16").
+# Their results get the autocast dtype; the arithmetic itself is the CPU's float32.
+_AUTOCAST_LOWER = {
+    "__matmul__", "__rmatmul__", "addbmm", "addmm", "addmv", "addr", "baddbmm", "bmm", "chain_matmul",
+    "multi_dot", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "linear", "matmul", "mm", "mv", "prelu", "einsum",
 }
 
 _MIXED = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
@@ -193,13 +202,27 @@ def _tensors(obj, out, depth=0):
 class VirtualGPU(TorchFunctionMode):
     """The function mode; use :func:`virtual_gpu` rather than this class."""
 
-    def __init__(self, devices: int = 1) -> None:
+    def __init__(self, devices: int = 1, honour_cuda_visible_devices: bool = True) -> None:
         super().__init__()
         if devices < 0:
             raise ValueError("devices must be >= 0")
-        self.devices = devices
+        self.requested = devices
+        self.honour = honour_cuda_visible_devices
+        self._frozen: int | None = None
         self.current = 0
         self.table = _Table()
+
+    def visible_now(self) -> int:
+        """What ``torch.cuda.device_count()`` answers: CUDA_VISIBLE_DEVICES as it is now."""
+        return _visible_devices(self.requested) if self.honour else self.requested
+
+    @property
+    def devices(self) -> int:
+        """The devices CUDA initialised with: CUDA_VISIBLE_DEVICES is read at the first
+        ``is_available()`` or allocation and then ignored, as on a GPU machine (shared/DOMAIN.md)."""
+        if self._frozen is None:
+            self._frozen = self.visible_now()
+        return self._frozen
 
     # ---- devices -------------------------------------------------------------------------------
     def dev(self, t) -> int | None:
@@ -346,6 +369,9 @@ class VirtualGPU(TorchFunctionMode):
         if target is None:
             target = common if common is not None else (CPU if not inputs else None)
         if target is not None and not isinstance(target, tuple):
+            if (target != CPU and name in _AUTOCAST_LOWER and isinstance(res, torch.Tensor)
+                    and res.is_floating_point() and torch.is_autocast_enabled("cuda")):
+                res = res.to(torch.get_autocast_dtype("cuda"))
             self.tag(res, target)
         return res
 
@@ -621,10 +647,9 @@ class _Patches:
     def _cuda(self) -> None:
         mode = self.mode
         cuda = torch.cuda
-        n = mode.devices
 
         def need():
-            if n == 0:
+            if mode.devices == 0:
                 raise _dev_error(RuntimeError, "No CUDA GPUs are available")
 
         def set_device(device):
@@ -658,7 +683,7 @@ class _Patches:
             idx = mode.current if device is None else device
             if not isinstance(idx, int):
                 idx = mode.parse(idx, check=False)
-            if not isinstance(idx, int) or idx < 0 or idx >= n:
+            if not isinstance(idx, int) or idx < 0 or idx >= mode.devices:
                 raise AssertionError("Invalid device id")
             return props
 
@@ -742,8 +767,8 @@ class _Patches:
         zero = lambda *a, **k: 0  # noqa: E731
         none = lambda *a, **k: None  # noqa: E731
         patches = {
-            "is_available": lambda: n > 0,
-            "device_count": lambda: n,
+            "is_available": lambda: mode.devices > 0,
+            "device_count": mode.visible_now,
             "current_device": current_device,
             "set_device": set_device,
             "synchronize": synchronize,
@@ -780,15 +805,14 @@ class _Patches:
         if acc is None:
             return
         mode = self.mode
-        n = mode.devices
 
         def set_device_index(device):
             torch.cuda.set_device(device)
 
         patches = {
-            "is_available": lambda: n > 0,
-            "device_count": lambda: n,
-            "current_accelerator": lambda check_available=False: torch.device("cuda") if n > 0 else None,
+            "is_available": lambda: mode.devices > 0,
+            "device_count": mode.visible_now,
+            "current_accelerator": lambda check_available=False: torch.device("cuda") if mode.devices > 0 else None,
             "current_device_index": lambda: torch.cuda.current_device(),
             "current_device_idx": lambda: torch.cuda.current_device(),
             "set_device_index": set_device_index,
@@ -894,7 +918,7 @@ class _Patches:
                 return d is not None and d != CPU and obj.dtype == cls._dtype
 
             def __call__(cls, *args, device=None):
-                if torch.cuda.device_count() == 0:
+                if mode.devices == 0:
                     raise _dev_error(RuntimeError, "No CUDA GPUs are available")
                 target = mode.current if device is None else mode.parse(device)
                 if args and all(isinstance(a, int) for a in args):
@@ -914,6 +938,7 @@ class _Patches:
 
 
 def _visible_devices(requested: int) -> int:
+    """How many of `requested` devices CUDA_VISIBLE_DEVICES leaves visible (all when it is unset)."""
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is None:
         return requested
@@ -933,11 +958,11 @@ def _visible_devices(requested: int) -> int:
 def virtual_gpu(devices: int = 1, honour_cuda_visible_devices: bool = True):
     """Run the body with `devices` virtual CUDA devices; yields the :class:`VirtualGPU` mode.
 
-    ``CUDA_VISIBLE_DEVICES`` (when set and honoured) limits the number of devices, as on a GPU machine
-    where it is read before the first CUDA query.
+    ``CUDA_VISIBLE_DEVICES`` (when set and honoured) limits the number of devices with its real timing:
+    it counts until the first ``torch.cuda.is_available()`` or CUDA allocation, and is ignored after
+    that (``device_count()`` keeps reading it, as on a GPU machine).
     """
-    n = _visible_devices(devices) if honour_cuda_visible_devices else devices
-    mode = VirtualGPU(n)
+    mode = VirtualGPU(devices, honour_cuda_visible_devices)
     patches = _Patches(mode)
     patches.apply()
     try:

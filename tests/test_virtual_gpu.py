@@ -247,6 +247,9 @@ def test_cuda_hidden_and_legacy_types():
             torch.cuda.FloatTensor(2)
         assert torch.cuda.memory_allocated() == 0
         torch.cuda.empty_cache()
+        assert torch.device("cuda").type == "cuda"
+        with pytest.warns(UserWarning):
+            assert not torch.amp.GradScaler("cuda").is_enabled()
     with virtual_gpu():
         t = torch.cuda.LongTensor([1, 2])
         assert t.is_cuda and t.dtype == torch.int64 and isinstance(t, torch.cuda.LongTensor)
@@ -278,3 +281,41 @@ def test_devlint_does_not_import_torch():
     code = "import sys, devlint.cli, devlint.engine; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_cuda_visible_devices_timing(monkeypatch):
+    # Set before any CUDA query: hides the GPU.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with virtual_gpu():
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+        assert not torch.cuda.is_available()
+    # Set after is_available(): ignored for allocation, though device_count() then reports 0.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with virtual_gpu():
+        assert torch.cuda.is_available()
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+        assert torch.ones(1, device="cuda").device == torch.device("cuda", 0)
+        assert torch.cuda.device_count() == 0
+    # Set after only device_count(): still takes effect.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with virtual_gpu():
+        assert torch.cuda.device_count() == 1
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+        assert not torch.cuda.is_available()
+
+
+def test_autocast_and_grad_scaler():
+    with virtual_gpu():
+        m = torch.nn.Linear(4, 2).cuda()
+        x = torch.randn(3, 4, device="cuda")
+        with torch.autocast("cuda"):
+            y = m(x)
+            assert (x @ x.T).dtype == torch.float16
+        assert y.dtype == torch.float16 and y.is_cuda
+        assert m(x).dtype == torch.float32
+        scaler = torch.amp.GradScaler("cuda")
+        assert scaler.is_enabled() and scaler.get_scale() == 65536.0
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        scaler.scale(m(x).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
