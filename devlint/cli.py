@@ -174,7 +174,56 @@ def _run(paths, exclude, extend_exclude, root, follow_links, output_file, config
         cache = ResultCache(cache_dir or os.path.join(root, CACHE_DIR_NAME), settings_key(config))
     # More workers than files or cores only costs forks (-j 3000 once started 2,400 processes).
     jobs = max(1, min(jobs or os.cpu_count() or 1, os.cpu_count() or 1, len(discovered.files) or 1))
-    return discovered, check_files(discovered.files, config, write=write, jobs=jobs, cache=cache), cache
+    with _Progress(len(discovered.files)):
+        checked = check_files(discovered.files, config, write=write, jobs=jobs, cache=cache)
+    return discovered, checked, cache
+
+
+class _Progress:
+    """`devlint: checking 1,234 files (5 s)` on stderr, rewritten in place once a second, for runs
+    over `after` seconds on a terminal; never in a pipe, a file or CI (the CI variable), and the
+    line is erased when the run ends."""
+
+    def __init__(self, total: int, stream=None, after: float = 2.0) -> None:
+        import threading
+
+        self.total, self.after = total, after
+        self.stream = sys.stderr if stream is None else stream
+        self.done = threading.Event()
+        self.shown = False
+        self.thread = None
+        try:
+            on_terminal = self.stream.isatty()
+        except (AttributeError, ValueError):
+            on_terminal = False
+        if on_terminal and not os.environ.get("CI") and os.environ.get("TERM") != "dumb":
+            self.thread = threading.Thread(target=self._show, daemon=True)
+
+    def _show(self) -> None:
+        import time
+
+        start = time.monotonic()
+        if self.done.wait(self.after):
+            return
+        while not self.done.is_set():
+            noun = "file" if self.total == 1 else "files"
+            self.stream.write(f"\rdevlint: checking {self.total:,} {noun} ({time.monotonic() - start:.0f} s)")
+            self.stream.flush()
+            self.shown = True
+            self.done.wait(1.0)
+
+    def __enter__(self) -> "_Progress":
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join()
+        if self.shown:
+            self.stream.write("\r\x1b[K")  # erase the line: the report follows
+            self.stream.flush()
 
 
 def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):

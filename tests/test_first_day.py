@@ -327,3 +327,44 @@ def test_full_names_where_each_rule_is_documented(tmp_path):
     results, _ = _notebook_results(tmp_path)
     assert "= docs: `devlint rule DL001` explains the rule" in render("full", results)
     assert devlint("rule", "DL001", cwd=tmp_path).stdout.startswith("# DL001 cuda-call")
+
+
+class _Terminal:
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> None:
+        self.text += text
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_for_long_runs_on_a_terminal_only(monkeypatch):
+    import time
+
+    from devlint.cli import _Progress
+
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    terminal = _Terminal(True)
+    with _Progress(1234, terminal, after=0.05):
+        time.sleep(0.3)
+    assert terminal.text.startswith("\rdevlint: checking 1,234 files (0 s)")
+    assert terminal.text.endswith("\r\x1b[K")  # erased before the report
+    quick = _Terminal(True)
+    with _Progress(3, quick, after=5):
+        pass
+    assert quick.text == ""  # a short run prints nothing
+    pipe = _Terminal(False)
+    with _Progress(3, pipe, after=0.0):
+        time.sleep(0.1)
+    assert pipe.text == ""
+    monkeypatch.setenv("CI", "true")
+    ci = _Terminal(True)
+    with _Progress(3, ci, after=0.0):
+        time.sleep(0.1)
+    assert ci.text == ""
