@@ -249,10 +249,12 @@ def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
             raise ConfigError(f"{where}: {pick(key)!r} {problem}")
     map_location = pick("map-location", "auto")
     if map_location not in ("auto", "device", "cpu"):
-        raise ConfigError(f"{file_settings.path}: [tool.devlint] map-location must be auto, device or cpu")
+        raise ConfigError(f"{file_settings.path}: [tool.devlint] map-location = {map_location!r}: "
+                          "must be auto, device or cpu")
     output_format = pick("output-format", "text")
     if output_format not in OUTPUT_FORMATS:
-        raise ConfigError(f"{file_settings.path}: [tool.devlint] output-format must be one of {', '.join(OUTPUT_FORMATS)}")
+        raise ConfigError(f"{file_settings.path}: [tool.devlint] output-format = {output_format!r}: "
+                          f"must be one of {', '.join(OUTPUT_FORMATS)}")
     for key in ("select", "extend-select", "ignore"):
         validate_codes(values.get(key, ()), f"{file_settings.path}: [tool.devlint] {key}")
     for glob, listed in values.get("per-file-ignores", {}).items():

@@ -71,7 +71,7 @@ def test_unsafe_fixes_and_fixer_options_from_the_file(tmp_path):
         ('select = ["DL999"]', "[tool.devlint] select: unknown rule code or prefix 'DL999'"),
         ('unsafe-fixes = "yes"', "unsafe-fixes must be true or false"),
         ('[tool.devlint.per-file-ignores]\n"*.py" = ["XX1"]', "per-file-ignores '*.py': unknown rule code"),
-        ('map-location = "gpu"', "map-location must be auto, device or cpu"),
+        ('map-location = "gpu"', "map-location = 'gpu': must be auto, device or cpu"),
         ("select = [", "invalid TOML"),
     ],
 )

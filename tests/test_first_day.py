@@ -368,3 +368,12 @@ def test_progress_for_long_runs_on_a_terminal_only(monkeypatch):
     with _Progress(3, ci, after=0.0):
         time.sleep(0.1)
     assert ci.text == ""
+
+
+@pytest.mark.parametrize("line, shown", [('map-location = "gpu"', "map-location = 'gpu': must be auto, device or cpu"),
+                                         ('output-format = "xml"', "output-format = 'xml': must be one of text, json")])
+def test_config_errors_echo_the_bad_value(tmp_path, line, shown):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.devlint]\n{line}\n")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    proc = devlint("a.py", cwd=tmp_path)
+    assert proc.returncode == 2 and shown in proc.stderr
