@@ -62,8 +62,10 @@ Known limits
   cuDNN algorithms give CPU results. Under ``torch.autocast("cuda")`` the ops autocast runs in float16
   (matmul, linear, conv, ...) return float16 as on a GPU, but are computed in float32 and rounded.
 * Custom CUDA extensions and Triton kernels cannot run; ``torch.compile`` for CUDA is not supported.
-* Multi-process distributed training and DataLoader pin-memory threads are not covered (the mode is
-  per thread).
+* Multi-process distributed training (``DistributedDataParallel``, NCCL) and DataLoader pin-memory
+  threads are not covered (the mode is per thread). ``nn.DataParallel`` works over the virtual devices,
+  running its replicas one after another on the calling thread; an error in a replica is raised as is,
+  not wrapped in "Caught RuntimeError in replica 1 on device 1".
 * Only what goes through ``torch``'s Python API is seen: a storage moved with ``UntypedStorage.cuda()``
   is not.
 
@@ -627,7 +629,94 @@ class _Patches:
         self._accelerator()
         self._serialization()
         self._legacy_types()
+        self._data_parallel()
         del mode
+
+    def _data_parallel(self) -> None:
+        """nn.DataParallel over the virtual devices: the comm primitives copy and tag, replicas run in turn."""
+        mode = self.mode
+
+        def copy_to(t, d):
+            r = torch.Tensor.to(t, "cpu", copy=True)
+            mode.table.set(r, d)
+            return r
+
+        def dev_index(d):
+            if d is None:
+                return mode.current
+            if isinstance(d, int):
+                return d
+            parsed = mode.parse(d)
+            return parsed if isinstance(parsed, int) else CPU
+
+        def _broadcast(tensor, devices):
+            return [tensor if mode.dev(tensor) == dev_index(d) else copy_to(tensor, dev_index(d)) for d in devices]
+
+        def _broadcast_coalesced(tensors, devices, buffer_size=0):
+            out = []
+            for d in devices:
+                idx = dev_index(d)
+                out.append([t if mode.dev(t) == idx else copy_to(t, idx) for t in tensors])
+            return out
+
+        def _scatter(tensor, devices, chunk_sizes=None, dim=0, streams=None):
+            if chunk_sizes:
+                chunks = torch.Tensor.split(tensor, list(chunk_sizes), dim)
+            else:
+                chunks = torch.Tensor.chunk(tensor, len(devices), dim)
+            return [copy_to(torch.Tensor.contiguous(c), dev_index(d)) for c, d in zip(chunks, devices)]
+
+        def _gather(tensors, dim=0, destination=None):
+            idx = dev_index(destination) if destination != -1 else CPU
+            moved = [copy_to(t, idx) for t in tensors]
+            return torch.cat(moved, dim)
+
+        for name, fn in (("_broadcast", _broadcast), ("_broadcast_coalesced", _broadcast_coalesced),
+                         ("_scatter", _scatter), ("_gather", _gather)):
+            self.set(torch._C, name, fn)
+
+        import importlib
+
+        # (`import torch.nn.parallel.data_parallel as m` gives the function the package rebinds the name to)
+        dp_module = importlib.import_module("torch.nn.parallel.data_parallel")
+
+        def parallel_apply(modules, inputs, kwargs_tup=None, devices=None):
+            # In turn on this thread (a real GPU uses one thread per device; the mode is per thread).
+            kwargs_tup = kwargs_tup or ({},) * len(modules)
+            devices = devices or [mode.current] * len(modules)
+            outputs = []
+            for module, inp, kw, d in zip(modules, inputs, kwargs_tup, devices):
+                with torch.cuda.device(dev_index(d)):
+                    if not isinstance(inp, (list, tuple)):
+                        inp = (inp,)
+                    outputs.append(module(*inp, **kw))
+            return outputs
+
+        self.set(dp_module, "parallel_apply", parallel_apply)
+
+        nccl = importlib.import_module("torch.cuda.nccl")
+        self.set(nccl, "is_available", lambda tensors: False)  # no NCCL: reduce in Python, no warning
+
+        # DataParallel's backward runs its autograd Functions from the C++ engine, where the mode is off
+        # and gradients are untagged: run them under the mode, gradients on the device of the pass.
+        functions = importlib.import_module("torch.nn.parallel._functions")
+        for cls_name in ("Scatter", "Gather", "Broadcast", "ReduceAddCoalesced"):
+            cls = getattr(functions, cls_name)
+            self.set(cls, "forward", staticmethod(self._under_mode(vars(cls)["forward"].__func__)))
+
+    def _under_mode(self, forward):
+        mode = self.mode
+
+        def wrapped(ctx, *args):
+            if torch._C._is_torch_function_mode_enabled():
+                return forward(ctx, *args)
+            for a in args:
+                if isinstance(a, torch.Tensor) and mode.dev(a) is None:
+                    mode.table.set(a, mode.current)
+            with torch._C._EnableTorchFunction(), mode:
+                return forward(ctx, *args)
+
+        return wrapped
 
     def _parameter(self) -> None:
         mode = self.mode

@@ -319,3 +319,18 @@ def test_autocast_and_grad_scaler():
         scaler.scale(m(x).sum()).backward()
         scaler.step(opt)
         scaler.update()
+
+
+def test_data_parallel_over_two_virtual_devices():
+    torch.manual_seed(0)
+    with virtual_gpu(devices=2):
+        m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)).cuda()
+        x = torch.randn(6, 4, device="cuda")
+        m(x).sum().backward()
+        expected = m[0].weight.grad.clone()
+        m.zero_grad()
+        y = torch.nn.DataParallel(m)(x)
+        assert y.device == torch.device("cuda", 0) and y.shape == (6, 1)
+        y.sum().backward()
+        assert m[0].weight.grad.is_cuda
+        assert torch.allclose(m[0].weight.grad.cpu(), expected.cpu(), atol=1e-6)
