@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from devlint.config import Config
-from devlint.engine import check_source, fixable, lint_text
+from devlint.complexity import run_with_big_stack
+from devlint.engine import _deep_recursion, check_source, fixable, lint_text
 from devlint.source import decode
 
 hypothesmith = pytest.importorskip("hypothesmith")
@@ -102,7 +103,8 @@ def _check(source: str, data: bytes | None = None) -> None:
     assert again.fixed_source is None, "a second --fix changed the file"
     # The change stays inside the fixed findings' lines, plus inserted definition lines.
     touched: set[int] = set()
-    findings = lint_text(source, CONFIG)
+    with _deep_recursion():  # as check_source runs it: deep but allowed code needs the big stack
+        findings = run_with_big_stack(lint_text, source, CONFIG)
     # Fixes that are display-only in the first pass may become fixable in the next one: DL004 gives
     # `device = "cuda"` a CPU fallback (`device` then holds a device), and an inserted device definition
     # imports torch (which a fix writing `torch.` needs).
