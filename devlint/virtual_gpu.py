@@ -76,6 +76,7 @@ Supported torch versions: 2.4 and later (``TorchFunctionMode`` intercepting prop
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -115,7 +116,7 @@ _PASS = {
     "_has_compatible_shallow_copy_type", "is_same_size", "is_set_to", "data_ptr", "untyped_storage",
     "storage", "_typed_storage", "element_size", "nelement", "numel", "dim", "size", "stride",
     "storage_offset", "is_contiguous", "is_floating_point", "is_complex", "is_signed", "__len__",
-    "__hash__", "__bool__", "__float__", "__int__", "__index__", "item", "tolist", "__format__",
+    "__hash__", "__bool__", "__float__", "__int__", "__index__", "item", "tolist",
     "is_nonzero", "_is_view", "__reduce_ex__", "__deepcopy__", "__setstate__", "_version", "__dlpack_device__",
 }
 
@@ -128,6 +129,31 @@ _AUTOCAST_LOWER = {
 }
 
 _MIXED = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
+
+
+_CONSTRUCTORS: set | None = None
+
+
+def _constructors() -> set:
+    global _CONSTRUCTORS
+    if _CONSTRUCTORS is None:
+        try:
+            from torch.utils._device import _device_constructors
+            _CONSTRUCTORS = set(_device_constructors())
+        except Exception:  # pragma: no cover - older torch
+            _CONSTRUCTORS = set()
+    return _CONSTRUCTORS
+
+
+def _default_device():
+    """The device torch.set_default_device gave (its DeviceContext mode), without allocating."""
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._device import DeviceContext
+
+    for m in reversed(_get_current_function_mode_stack()):
+        if isinstance(m, DeviceContext):
+            return m.device
+    return None
 
 
 def _name(d: int | None) -> str:
@@ -360,6 +386,11 @@ class VirtualGPU(TorchFunctionMode):
     def _generic(self, func, name, args, kwargs):
         __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
         target = None
+        if kwargs.get("device") is None and func in _constructors():
+            # torch.set_default_device("cuda") acts below this mode: give the device here.
+            default = _default_device()
+            if default is not None and default.type == "cuda":
+                kwargs = dict(kwargs, device=default)
         if "device" in kwargs and kwargs["device"] is not None:
             target = self.parse(kwargs["device"])
             if not isinstance(target, tuple):
@@ -549,7 +580,16 @@ def _h_repr(mode, func, args, kwargs):
     return res[:cut] + ins + res[cut:]
 
 
+def _h_format(mode, func, args, kwargs):
+    t = args[0]
+    spec = args[1] if len(args) > 1 else ""
+    if spec == "" and torch.Tensor.dim(t) != 0:
+        return _h_repr(mode, torch.Tensor.__repr__, (t,), {})
+    return func(*args, **kwargs)
+
+
 _HANDLERS = {
+    "__format__": _h_format,
     "to": _h_to,
     "cuda": _h_cuda,
     "cpu": _h_cpu,
@@ -608,6 +648,10 @@ class _Patches:
         self.saved: list[tuple[object, str, object, bool]] = []
 
     def set(self, owner, attr, value) -> None:
+        if isinstance(value, types.FunctionType):
+            # A distinct function object per name: torch._dynamo, imported lazily, indexes torch.cuda's
+            # functions by identity and refuses one object under two names.
+            value = functools.wraps(value)(lambda *a, _f=value, **k: _f(*a, **k))
         had = attr in vars(owner) if isinstance(owner, type) else hasattr(owner, attr)
         old = vars(owner).get(attr) if isinstance(owner, type) else getattr(owner, attr, None)
         self.saved.append((owner, attr, old, had))
@@ -630,7 +674,36 @@ class _Patches:
         self._serialization()
         self._legacy_types()
         self._data_parallel()
+        self._generator()
         del mode
+
+    def _generator(self) -> None:
+        """torch.Generator(device="cuda") makes a CPU generator that says it is on the device."""
+        mode = self.mode
+        base = torch.Generator
+
+        class Generator(base):
+            def __new__(cls, device=None):
+                d = mode.parse(device) if device is not None else None
+                gen = base.__new__(cls) if d is None or d == CPU or isinstance(d, tuple) else base.__new__(cls, "cpu")
+                if isinstance(d, tuple):
+                    gen = base.__new__(cls, device)
+                gen._devlint_device = d if isinstance(d, int) else None
+                return gen
+
+            def __init__(self, device=None):
+                pass
+
+            @property
+            def device(self):
+                d = getattr(self, "_devlint_device", None)
+                if d is None or d == CPU:
+                    return base.device.__get__(self)
+                return torch.device("cuda", d)
+
+        Generator.__name__ = Generator.__qualname__ = "Generator"
+        Generator.__module__ = "torch"
+        self.set(torch, "Generator", Generator)
 
     def _data_parallel(self) -> None:
         """nn.DataParallel over the virtual devices: the comm primitives copy and tag, replicas run in turn."""
@@ -885,6 +958,15 @@ class _Patches:
             "stream": stream,
             "utilization": zero,
             "is_current_stream_capturing": lambda: False,
+            "manual_seed": none,
+            "manual_seed_all": none,
+            "seed": none,
+            "seed_all": none,
+            "initial_seed": lambda: torch.initial_seed(),
+            "get_rng_state": lambda device="cuda": torch.get_rng_state(),
+            "get_rng_state_all": lambda: [torch.get_rng_state() for _ in range(mode.devices)],
+            "set_rng_state": none,
+            "set_rng_state_all": none,
         }
         for k, v in patches.items():
             self.set(cuda, k, v)

@@ -334,3 +334,55 @@ def test_data_parallel_over_two_virtual_devices():
         y.sum().backward()
         assert m[0].weight.grad.is_cuda
         assert torch.allclose(m[0].weight.grad.cpu(), expected.cpu(), atol=1e-6)
+
+
+def test_common_idioms():
+    with virtual_gpu():
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        x = torch.randn(4, 3, device=device)
+        assert f"{x[:1]}".endswith("device='cuda:0')")
+        assert torch.arange(3, device=x.device).is_cuda
+        assert all(t.is_cuda for t in x.max(dim=0)) and all(t.is_cuda for t in x.split(2))
+        assert x.T.is_cuda and x.data.is_cuda and x.detach().is_cuda and (x > 0).nonzero().is_cuda
+        torch.cuda.manual_seed_all(0)
+        torch.cuda.manual_seed(0)
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(0)
+        assert gen.device == torch.device("cuda", 0) and isinstance(gen, torch.Generator)
+        assert torch.randn(2, device="cuda", generator=gen).is_cuda
+        torch.set_default_device("cuda")
+        try:
+            assert torch.zeros(2).is_cuda
+        finally:
+            torch.set_default_device("cpu")
+        assert not torch.zeros(2).is_cuda
+        ds = torch.utils.data.TensorDataset(torch.randn(8, 3), torch.randn(8))
+        for xb, _ in torch.utils.data.DataLoader(ds, batch_size=4, pin_memory=True):
+            assert not xb.is_cuda and xb.to(device, non_blocking=True).is_cuda
+        import copy
+        m = torch.nn.Linear(2, 2).to(device)
+        assert next(copy.deepcopy(m).parameters()).is_cuda
+        m.load_state_dict(torch.nn.Linear(2, 2).state_dict())  # copies into the parameters' own device
+        assert m.weight.is_cuda
+
+
+def test_cuda_override_moving_a_plain_attribute():
+    # DOMAIN.md: module.cuda() calls the class's own cuda(); module.to(device) does not (seen on an H100).
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+            self.mask = torch.ones(2)
+
+        def cuda(self, device=None):
+            self.mask = self.mask.cuda(device)
+            return super().cuda(device)
+
+        def forward(self, x):
+            return self.lin(x) * self.mask
+
+    with virtual_gpu():
+        x = torch.ones(1, 2, device="cuda")
+        assert Net().cuda()(x).is_cuda
+        with pytest.raises(RuntimeError, match=SAME):
+            Net().to(torch.device("cuda"))(x)
