@@ -128,6 +128,15 @@ _AUTOCAST_LOWER = {
     "linear", "matmul", "mm", "mv", "prelu", "einsum",
 }
 
+# Arguments a GPU op takes on the CPU (by position, by name), and outputs it returns on the CPU.
+_HOST_ARGS = {
+    "_pack_padded_sequence": ({1}, {"lengths"}),
+    "_pad_packed_sequence": ({1}, {"batch_sizes"}),
+    "lstm": ({1}, set()), "gru": ({1}, set()), "rnn_tanh": ({1}, set()), "rnn_relu": ({1}, set()),
+    "ctc_loss": ({1, 2, 3}, {"targets", "input_lengths", "target_lengths"}),
+}
+_HOST_OUTPUTS = {"_pack_padded_sequence": (1,), "_pad_packed_sequence": (1,)}
+
 _MIXED = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
 
 
@@ -395,8 +404,19 @@ class VirtualGPU(TorchFunctionMode):
             target = self.parse(kwargs["device"])
             if not isinstance(target, tuple):
                 kwargs = dict(kwargs, device="cpu")
-        inputs = _tensors(args, [])
-        _tensors(kwargs, inputs)
+        host = _HOST_ARGS.get(name)
+        if host is None:
+            inputs = _tensors(args, [])
+            _tensors(kwargs, inputs)
+        else:
+            # Arguments a GPU takes on the host (sequence lengths, CTC targets): not part of the check.
+            inputs = []
+            for i, a in enumerate(args):
+                if not (i in host[0] and self._host_ok(a, name)):
+                    _tensors(a, inputs)
+            for k, a in kwargs.items():
+                if not (k in host[1] and self._host_ok(a, name)):
+                    _tensors(a, inputs)
         common = self.common(inputs, allow_cpu_scalar=name not in _NO_CPU_SCALAR)
         res = func(*args, **kwargs)
         if target is None:
@@ -406,7 +426,18 @@ class VirtualGPU(TorchFunctionMode):
                     and res.is_floating_point() and torch.is_autocast_enabled("cuda")):
                 res = res.to(torch.get_autocast_dtype("cuda"))
             self.tag(res, target)
+            for i in _HOST_OUTPUTS.get(name, ()):
+                if isinstance(res, (tuple, list)) and len(res) > i:
+                    self.tag(res[i], CPU)
         return res
+
+    def _host_ok(self, a, name: str) -> bool:
+        if not isinstance(a, torch.Tensor):
+            return True
+        if name in ("lstm", "gru", "rnn_tanh", "rnn_relu") and not (a.dtype == torch.int64 and a.dim() == 1):
+            return False  # position 1 is the hidden state unless the input is packed (batch_sizes)
+        d = self.dev(a)
+        return d is None or d == CPU
 
 
 # ---- handlers for Tensor methods -------------------------------------------------------------------
@@ -970,6 +1001,8 @@ class _Patches:
         }
         for k, v in patches.items():
             self.set(cuda, k, v)
+        # RNNs ask cuDNN about a CUDA tensor; the CPU build warns that it has none. Say "not for cuDNN".
+        self.set(torch.backends.cudnn, "is_acceptable", lambda tensor: False)
 
     def _accelerator(self) -> None:
         acc = getattr(torch, "accelerator", None)

@@ -386,3 +386,21 @@ def test_cuda_override_moving_a_plain_attribute():
         assert Net().cuda()(x).is_cuda
         with pytest.raises(RuntimeError, match=SAME):
             Net().to(torch.device("cuda"))(x)
+
+
+def test_host_arguments_a_gpu_takes_on_the_cpu():
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    with virtual_gpu():
+        x = torch.randn(3, 5, 2, device="cuda")
+        packed = pack_padded_sequence(x, torch.tensor([5, 3, 2]), batch_first=True)  # lengths on the CPU
+        assert packed.data.is_cuda and not packed.batch_sizes.is_cuda
+        for rnn in (torch.nn.LSTM(2, 4, batch_first=True), torch.nn.GRU(2, 4, batch_first=True)):
+            out, _ = rnn.cuda()(packed)
+            padded, lengths = pad_packed_sequence(out, batch_first=True)
+            assert padded.is_cuda and not lengths.is_cuda
+        with pytest.raises(RuntimeError, match=SAME):  # but a CPU hidden state is a mix
+            torch.nn.GRU(2, 4).cuda()(torch.randn(5, 3, 2, device="cuda"), torch.zeros(1, 3, 4))
+        log_probs = torch.randn(6, 2, 4, device="cuda").log_softmax(2)
+        loss = F.ctc_loss(log_probs, torch.tensor([[1, 2], [1, 1]]), torch.tensor([6, 6]), torch.tensor([2, 2]))
+        assert loss.is_cuda
