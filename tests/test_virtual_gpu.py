@@ -362,6 +362,8 @@ def test_common_idioms():
         import copy
         m = torch.nn.Linear(2, 2).to(device)
         assert next(copy.deepcopy(m).parameters()).is_cuda
+        bn = copy.deepcopy(torch.nn.BatchNorm1d(3).cuda())
+        assert bn.running_mean.is_cuda and copy.deepcopy(x).is_cuda
         m.load_state_dict(torch.nn.Linear(2, 2).state_dict())  # copies into the parameters' own device
         assert m.weight.is_cuda
 
