@@ -253,6 +253,7 @@ class VirtualGPU(TorchFunctionMode):
         self._frozen: int | None = None
         self.current = 0
         self.table = _Table()
+        self.pinned = _Table()  # tensors made by pin_memory() (the CPU build cannot pin)
 
     def visible_now(self) -> int:
         """What ``torch.cuda.device_count()`` answers: CUDA_VISIBLE_DEVICES as it is now."""
@@ -566,11 +567,12 @@ def _h_pin_memory(mode, func, args, kwargs):
         raise _dev_error(RuntimeError, "cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned")
     res = t.clone()
     mode.table.set(res, CPU)
+    mode.pinned.set(res, 1)
     return res
 
 
 def _h_is_pinned(mode, func, args, kwargs):
-    return False
+    return mode.pinned.get(args[0]) is not None
 
 
 def _legacy_type_name(mode, t):

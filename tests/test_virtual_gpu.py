@@ -149,7 +149,9 @@ def test_moves_make_new_tensors_and_keep_values():
         assert g.double().is_cuda and g.float().is_cuda
         assert torch.zeros_like(g).is_cuda and g.new_zeros(2).is_cuda
         assert (g * 2).tolist() == [0.0, 2.0, 4.0]
-        assert c.pin_memory().is_cuda is False
+        pinned = c.pin_memory()
+        assert pinned.is_cuda is False and pinned.is_pinned() and not c.is_pinned()
+        assert pinned.cuda(non_blocking=True).is_cuda
         assert c.to(None) is c
 
 
