@@ -27,7 +27,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if not config.getoption("virtual_gpu", default=False):
         return
-    from devlint.virtual_gpu import virtual_gpu
+    try:
+        from devlint.virtual_gpu import virtual_gpu
+    except ImportError as exc:
+        raise pytest.UsageError(f"--virtual-gpu needs PyTorch (the CPU build is enough): {exc}") from None
 
     stack = contextlib.ExitStack()
     stack.enter_context(virtual_gpu(devices=config.getoption("virtual_gpu_devices")))

@@ -105,6 +105,12 @@ def run_script(script: str, args: list[str] | tuple[str, ...], devices: int = 1,
     """
     import contextlib
 
+    if virtual:
+        try:
+            import devlint.virtual_gpu  # noqa: F401
+        except ImportError as exc:
+            print(f"devlint: error: --virtual-gpu needs PyTorch (the CPU build is enough): {exc}", file=sys.stderr)
+            return 2
     path = os.path.abspath(script)
     old_argv, old_path = sys.argv[:], sys.path[:]
     sys.argv = [script, *args]

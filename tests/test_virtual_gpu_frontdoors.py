@@ -144,3 +144,19 @@ def test_cli_import_does_not_import_torch():
     code = "import sys, devlint.cli, devlint.virtual_gpu_runner; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_without_torch_both_doors_say_so(tmp_path):
+    (tmp_path / "s.py").write_text("print('hi')\n")
+    block = "import sys; sys.modules['torch'] = None; "
+    res = subprocess.run([sys.executable, "-c", block + "from devlint.cli import main; main()",
+                          "run", "--virtual-gpu", "s.py"], cwd=tmp_path, capture_output=True, text=True, env=_ENV)
+    assert res.returncode == 2 and "--virtual-gpu needs PyTorch" in res.stderr, res.stderr
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    res = subprocess.run([sys.executable, "-c", block + "import pytest; sys.exit(pytest.main(['-q', '-p', "
+                          "'no:cacheprovider', '--virtual-gpu']))"], cwd=tmp_path, capture_output=True, text=True,
+                         env=_ENV)
+    assert res.returncode != 0 and "--virtual-gpu needs PyTorch" in res.stdout + res.stderr
+    plain = subprocess.run([sys.executable, "-c", block + "import pytest; sys.exit(pytest.main(['-q', '-p', "
+                            "'no:cacheprovider']))"], cwd=tmp_path, capture_output=True, text=True, env=_ENV)
+    assert plain.returncode == 0, plain.stdout + plain.stderr  # the plugin is inert unless asked
