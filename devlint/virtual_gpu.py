@@ -71,6 +71,8 @@ Known limits
   threads are not covered (the mode is per thread). ``nn.DataParallel`` works over the virtual devices,
   running its replicas one after another on the calling thread; an error in a replica is raised as is,
   not wrapped in "Caught RuntimeError in replica 1 on device 1".
+* Warnings torch emits inside an op are attributed to this module's line that called the op, not to
+  the user's line (so a warning repeated from several user lines is shown once).
 * Only what goes through ``torch``'s Python API is seen: a storage moved with ``UntypedStorage.cuda()``
   is not.
 

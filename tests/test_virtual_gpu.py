@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 
 import pytest
@@ -204,8 +205,13 @@ def test_training_loop_with_optimiser():
                 loss = F.mse_loss(model(x), y)
                 opt.zero_grad()
                 loss.backward()
+                assert torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).is_cuda
                 opt.step()
             assert model[0].weight.grad.is_cuda and model[0].weight.is_cuda
+            state = copy.deepcopy(opt.state_dict())
+            opt.load_state_dict(state)  # state goes back to the parameters' device
+            assert all(v.is_cuda for s in opt.state.values() for k, v in s.items()
+                       if isinstance(v, torch.Tensor) and k != "step")
         with pytest.raises(RuntimeError, match=SAME):
             model(torch.randn(5, 4))
 
