@@ -67,8 +67,9 @@ Known limits
   cuDNN algorithms give CPU results. Under ``torch.autocast("cuda")`` the ops autocast runs in float16
   (matmul, linear, conv, ...) return float16 as on a GPU, but are computed in float32 and rounded.
 * Custom CUDA extensions and Triton kernels cannot run; ``torch.compile`` for CUDA is not supported.
-* Multi-process distributed training (``DistributedDataParallel``, NCCL) and DataLoader pin-memory
-  threads are not covered (the mode is per thread). ``nn.DataParallel`` works over the virtual devices,
+* Multi-process distributed training (NCCL, one process per device) and DataLoader pin-memory threads
+  are not covered (the mode is per thread). Single-process ``DistributedDataParallel`` (gloo backend,
+  ``device_ids=[0]``) works. ``nn.DataParallel`` works over the virtual devices,
   running its replicas one after another on the calling thread; an error in a replica is raised as is,
   not wrapped in "Caught RuntimeError in replica 1 on device 1".
 * Warnings torch emits inside an op are attributed to this module's line that called the op, not to

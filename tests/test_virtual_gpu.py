@@ -414,3 +414,21 @@ def test_host_arguments_a_gpu_takes_on_the_cpu():
         log_probs = torch.randn(6, 2, 4, device="cuda").log_softmax(2)
         loss = F.ctc_loss(log_probs, torch.tensor([[1, 2], [1, 1]]), torch.tensor([6, 6]), torch.tensor([2, 2]))
         assert loss.is_cuda
+
+
+def test_single_process_distributed_data_parallel(tmp_path):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    with virtual_gpu():
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+        try:
+            m = torch.nn.Linear(4, 2).cuda()
+            ddp = torch.nn.parallel.DistributedDataParallel(m, device_ids=[0])
+            y = ddp(torch.randn(3, 4, device="cuda"))
+            assert y.is_cuda
+            y.sum().backward()
+            assert m.weight.grad.is_cuda
+            assert ddp(torch.randn(3, 4)).is_cuda  # DDP moves CPU inputs to device_ids[0], as on a GPU
+        finally:
+            dist.destroy_process_group()
