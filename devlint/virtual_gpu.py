@@ -145,6 +145,34 @@ _HOST_ARGS = {
 }
 _HOST_OUTPUTS = {"_pack_padded_sequence": (1,), "_pad_packed_sequence": (1,)}
 
+# Ops autocast runs in float32 on CUDA (PyTorch's "CUDA Ops that can autocast to float32").
+_AUTOCAST_FP32 = {
+    "__pow__", "__rdiv__", "__rpow__", "__rtruediv__", "acos", "asin", "binary_cross_entropy_with_logits",
+    "cosh", "cosine_embedding_loss", "cdist", "cosine_similarity", "cross_entropy", "cumprod", "cumsum",
+    "dist", "erfinv", "exp", "expm1", "group_norm", "hinge_embedding_loss", "kl_div", "l1_loss",
+    "layer_norm", "log", "log_softmax", "log10", "log1p", "log2", "margin_ranking_loss", "mse_loss",
+    "multilabel_margin_loss", "multi_margin_loss", "nll_loss", "norm", "normalize", "pdist",
+    "poisson_nll_loss", "pow", "prod", "reciprocal", "rsqrt", "sinh", "smooth_l1_loss",
+    "soft_margin_loss", "softmax", "softmin", "softplus", "sum", "renorm", "tan", "triplet_margin_loss",
+}
+# CUDA kernels that take float16 inputs with float32 parameters and return the input's dtype
+# (the CPU ones want one dtype).
+_AUTOCAST_KEEP_INPUT_DTYPE = {"batch_norm", "instance_norm"}
+_AUTOCAST_ANY = _AUTOCAST_LOWER | _AUTOCAST_FP32 | _AUTOCAST_KEEP_INPUT_DTYPE
+
+
+def _to_float32(obj, depth=0):
+    if isinstance(obj, torch.Tensor):
+        if obj.is_floating_point() and obj.dtype != torch.float32 and obj.dtype != torch.float64:
+            return obj.float()
+        return obj
+    if depth < 2 and isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(_to_float32(o, depth + 1) for o in obj)
+    if depth < 1 and isinstance(obj, dict):
+        return {k: _to_float32(v, depth + 1) for k, v in obj.items()}
+    return obj
+
+
 _MIXED = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
 
 
@@ -427,13 +455,23 @@ class VirtualGPU(TorchFunctionMode):
                 if not (k in host[1] and self._host_ok(a, name)):
                     _tensors(a, inputs)
         common = self.common(inputs, allow_cpu_scalar=name not in _NO_CPU_SCALAR)
+        autocast_to = None
+        if (name in _AUTOCAST_ANY and isinstance(common if target is None else target, int)
+                and (common if target is None else target) >= 0 and torch.is_autocast_enabled("cuda")):
+            # torch.autocast("cuda") has no effect on CPU kernels: do its casts here. The arithmetic
+            # runs in float32; results of the float16 ops are rounded to the autocast dtype.
+            first = next((t for t in inputs if t.is_floating_point()), None)
+            args, kwargs = _to_float32(args), _to_float32(kwargs)
+            if name in _AUTOCAST_LOWER:
+                autocast_to = torch.get_autocast_dtype("cuda")
+            elif name in _AUTOCAST_KEEP_INPUT_DTYPE and first is not None:
+                autocast_to = first.dtype
         res = func(*args, **kwargs)
+        if autocast_to is not None and isinstance(res, torch.Tensor) and res.is_floating_point():
+            res = res.to(autocast_to)
         if target is None:
             target = common if common is not None else (CPU if not inputs else None)
         if target is not None and not isinstance(target, tuple):
-            if (target != CPU and name in _AUTOCAST_LOWER and isinstance(res, torch.Tensor)
-                    and res.is_floating_point() and torch.is_autocast_enabled("cuda")):
-                res = res.to(torch.get_autocast_dtype("cuda"))
             self.tag(res, target)
             for i in _HOST_OUTPUTS.get(name, ()):
                 if isinstance(res, (tuple, list)) and len(res) > i:

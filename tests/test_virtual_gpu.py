@@ -321,6 +321,13 @@ def test_autocast_and_grad_scaler():
             assert (x @ x.T).dtype == torch.float16
         assert y.dtype == torch.float16 and y.is_cuda
         assert m(x).dtype == torch.float32
+        net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.Flatten(),
+                                  torch.nn.Linear(8, 3)).cuda()
+        with torch.autocast("cuda"):
+            out = net(torch.randn(2, 1, 4, 4, device="cuda"))  # float16 activations meet float32 parameters
+            assert out.dtype == torch.float16
+            assert F.cross_entropy(out, torch.tensor([0, 1], device="cuda")).dtype == torch.float32
+            assert torch.softmax(out, 1).dtype == torch.float32
         scaler = torch.amp.GradScaler("cuda")
         assert scaler.is_enabled() and scaler.get_scale() == 65536.0
         opt = torch.optim.SGD(m.parameters(), lr=0.1)

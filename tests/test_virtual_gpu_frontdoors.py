@@ -160,3 +160,78 @@ def test_without_torch_both_doors_say_so(tmp_path):
     plain = subprocess.run([sys.executable, "-c", block + "import pytest; sys.exit(pytest.main(['-q', '-p', "
                             "'no:cacheprovider']))"], cwd=tmp_path, capture_output=True, text=True, env=_ENV)
     assert plain.returncode == 0, plain.stdout + plain.stderr  # the plugin is inert unless asked
+
+
+REALISTIC_TRAINING = '''
+import copy, io
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset, random_split
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+torch.manual_seed(0)
+X = torch.randn(64, 1, 8, 8); Y = torch.randint(0, 3, (64,))
+train, val = random_split(TensorDataset(X, Y), [48, 16], generator=torch.Generator().manual_seed(0))
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(4 * 4 * 4, 3)
+        self.register_buffer("class_weight", torch.tensor([1.0, 2.0, 1.0]))
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        return self.fc(self.drop(x.flatten(1)))
+
+model = Net().to(device)
+ema = copy.deepcopy(model)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=1e-4)
+sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=3)
+scaler = torch.amp.GradScaler(device.type, enabled=device.type == "cuda")
+for epoch in range(3):
+    model.train()
+    for xb, yb in DataLoader(train, batch_size=16, shuffle=True, pin_memory=True):
+        xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+        with torch.autocast(device.type, enabled=device.type == "cuda"):
+            out = model(xb)
+            loss = F.cross_entropy(out.float(), yb, weight=model.class_weight)
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt); scaler.update()
+        with torch.no_grad():
+            for pe, pm in zip(ema.parameters(), model.parameters()):
+                pe.mul_(0.9).add_(pm, alpha=0.1)
+    sched.step()
+    model.eval(); preds = []; ys = []
+    with torch.no_grad():
+        for xb, yb in DataLoader(val, batch_size=8):
+            preds.append(model(xb.to(device)).argmax(1).cpu()); ys.append(yb)
+    p = torch.cat(preds); y = torch.cat(ys)
+    acc = (p == y).float().mean().item()
+    cm = torch.bincount(y * 3 + p, minlength=9).reshape(3, 3)
+    print(epoch, round(acc, 3), cm.sum().item())
+buf = io.BytesIO(); torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf); buf.seek(0)
+ck = torch.load(buf, map_location=device)
+model.load_state_dict(ck["model"]); opt.load_state_dict(ck["opt"])
+print("memory", torch.cuda.memory_allocated() if torch.cuda.is_available() else 0)
+print("done")
+'''
+
+
+def test_realistic_training_script_runs_as_on_a_gpu(tmp_path):
+    # Conv/BatchNorm/Dropout, AdamW + cosine schedule, autocast + GradScaler, gradient clipping, an EMA copy,
+    # a pinned DataLoader, evaluation on the CPU, a checkpoint round trip: no false device errors.
+    (tmp_path / "train.py").write_text(REALISTIC_TRAINING)
+    virtual = _devlint_run(tmp_path, "--virtual-gpu", "train.py")
+    assert virtual.returncode == 0, virtual.stderr
+    lines = virtual.stdout.splitlines()
+    assert lines[-1] == "done" and len(lines) == 5
+    assert int(lines[-2].split()[1]) > 0  # torch.cuda.memory_allocated() on the virtual device
+    plain = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True,
+                           env=_ENV, timeout=240)
+    assert plain.returncode == 0 and plain.stdout.splitlines()[-1] == "done", plain.stderr
