@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import io
 import os
 import re
 import signal
@@ -32,7 +31,8 @@ def decode(data: bytes) -> DecodedSource:
     if b"\0" in data:
         raise SourceError("source contains NUL bytes")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        # Lines as the interpreter splits them: a lone CR ends the line holding a coding cookie too.
+        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)[:2] + [b""]).__next__)
     except SyntaxError as exc:
         if "unknown encoding" in str(exc):
             raise SourceError(str(exc).replace("unknown encoding: ", "unknown encoding declared: ")) from None

@@ -200,3 +200,16 @@ def test_the_device_definition_is_spliced_and_no_other_byte_changes(source):
         assert tag in ("equal", "insert"), (tag, after[b1:b2])
         if tag == "insert":
             assert all(line in ("", "import torch") or line.startswith("device = ") for line in after[b1:b2])
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_a_coding_cookie_is_read_whatever_the_line_endings(tmp_path, newline):
+    # Python reads the cookie of a CR-only file; devlint once decoded it as UTF-8 and failed.
+    data = newline.join([b"# -*- coding: latin-1 -*-", b"# caf\xe9", b"import torch",
+                         b"x = torch.zeros(3).cuda()", b""])
+    compile(data, "cookie.py", "exec")
+    (tmp_path / "cookie.py").write_bytes(data)
+    result = run("--no-cache", "--fix", "cookie.py", cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    fixed = (tmp_path / "cookie.py").read_bytes()
+    assert b"# caf\xe9" + newline in fixed and b".to(device)" in fixed
