@@ -546,7 +546,7 @@ def _h_cuda(mode, func, args, kwargs):
         raise _dev_error(RuntimeError, "No CUDA GPUs are available")
     target = mode.current if device is None else mode.parse(device)
     if isinstance(target, tuple) or target == CPU:
-        raise RuntimeError(f"Invalid device, must be cuda device")
+        raise RuntimeError("Invalid device, must be cuda device")
     return _move(mode, args[0], target, {"non_blocking": kwargs.get("non_blocking", False),
                                          "memory_format": kwargs.get("memory_format")})
 
@@ -773,7 +773,14 @@ class _Patches:
         mode = self.mode
         base = torch.Generator
 
-        class Generator(base):
+        class _Meta(type(base)):
+            def __instancecheck__(cls, obj):  # torch.default_generator and earlier generators still count
+                return isinstance(obj, base)
+
+            def __subclasscheck__(cls, sub):
+                return issubclass(sub, base)
+
+        class Generator(base, metaclass=_Meta):
             def __new__(cls, device=None):
                 d = mode.parse(device) if device is not None else None
                 gen = base.__new__(cls) if d is None or d == CPU or isinstance(d, tuple) else base.__new__(cls, "cpu")

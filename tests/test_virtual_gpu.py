@@ -364,6 +364,7 @@ def test_common_idioms():
         gen = torch.Generator(device="cuda")
         gen.manual_seed(0)
         assert gen.device == torch.device("cuda", 0) and isinstance(gen, torch.Generator)
+        assert isinstance(torch.default_generator, torch.Generator)
         assert torch.randn(2, device="cuda", generator=gen).is_cuda
         torch.set_default_device("cuda")
         try:
