@@ -46,7 +46,7 @@ def _source(result: FileResult, finding: Finding) -> str | None:
         return result.original_source
     if result.original_source is None:
         return None
-    from devlint.notebook import cell_source
+    from devlint.notebook_json import cell_source
 
     return cell_source(result.original_source, finding.cell)
 

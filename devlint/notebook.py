@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 
 import libcst as cst
 
 from devlint.complexity import cannot_parse
+from devlint.notebook_json import InvalidNotebook, cell_source, load, source_text  # noqa: F401 (re-exported)
 from devlint.engine import FixDidNotConverge, TooDeeplyNested, add_noqa_text, fix_text, lint_text
 from devlint.model import Edit, FileError, FileResult, Finding, Position
 from devlint.prefilter import TooComplex, parse_quietly
@@ -46,10 +46,6 @@ _ASSIGN_MAGIC = re.compile(r"[ \t]*([A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.
 _WORD = re.compile(r"[ \t]*([A-Za-z_]\w*)(?:[ \t]|$)")
 _CELL_MAGIC = re.compile(r"[ \t]*%%(\w*)")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-
-
-class InvalidNotebook(Exception):
-    pass
 
 
 class _Unwritable(Exception):
@@ -126,37 +122,6 @@ def check_notebook(path: str, data: bytes, config) -> FileResult:
     return result
 
 
-def load(data: bytes) -> tuple[str, dict]:
-    """The notebook's text and its JSON, or InvalidNotebook saying why it is not an nbformat 4 notebook."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidNotebook(f"not UTF-8: invalid byte {data[exc.start:exc.start + 1]!r} at offset {exc.start}") \
-            from None
-    try:
-        notebook = json.loads(text.removeprefix("\ufeff"))
-    except ValueError as exc:
-        raise InvalidNotebook(str(exc)) from None
-    except RecursionError:
-        raise InvalidNotebook("too deeply nested") from None
-    if not isinstance(notebook, dict):
-        raise InvalidNotebook(f"the top level is a JSON {type(notebook).__name__}, not an object")
-    if notebook.get("nbformat") != 4:
-        if "nbformat" not in notebook:
-            raise InvalidNotebook("not a Jupyter notebook (no 'nbformat' key)")
-        raise InvalidNotebook(f"nbformat {notebook['nbformat']!r} is not supported (only nbformat 4)")
-    cells = notebook.get("cells")
-    if not isinstance(cells, list):
-        raise InvalidNotebook("no 'cells' list")
-    for number, cell in enumerate(cells, start=1):
-        if not isinstance(cell, dict):
-            raise InvalidNotebook(f"cell {number} is not an object")
-        source = cell.get("source")
-        if not (isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)):
-            raise InvalidNotebook(f"cell {number} has no source (a string or a list of strings)")
-    return text, notebook
-
-
 def _language(notebook: dict) -> str | None:
     metadata = notebook.get("metadata")
     if not isinstance(metadata, dict):
@@ -166,25 +131,6 @@ def _language(notebook: dict) -> str | None:
         if isinstance(value, dict) and isinstance(value.get(name), str) and value[name]:
             return value[name]
     return None
-
-
-def source_text(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
-
-def cell_source(notebook_text: str, cell: int) -> str | None:
-    """The source of a cell (1-based, among all cells) of a notebook's text: for quoting a finding."""
-    sources = _cell_sources(notebook_text)
-    return sources[cell - 1] if sources is not None and 1 <= cell <= len(sources) else None
-
-
-@lru_cache(maxsize=4)  # a report quotes many findings of the same notebook
-def _cell_sources(notebook_text: str) -> tuple[str, ...] | None:
-    try:
-        return tuple(source_text(c) for c in load(notebook_text.encode("utf-8"))[1]["cells"])
-    except InvalidNotebook:
-        return None
 
 
 # -- joining the code cells, magics masked ---------------------------------------------------------
