@@ -5,6 +5,7 @@ import libcst as cst
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._device import device_reference
+from devlint.rules._kinds import TENSOR
 from devlint.syntax import find_arg, is_none
 
 
@@ -42,7 +43,9 @@ class CudaCall(Rule):
     every path to the call (a parameter, or an earlier assignment in a block around it), or one
     module-level definition the fixer inserts after the imports (named `_device` after a star import,
     which may bind `device`). With a device index (`x.cuda(1)`, `x.cuda(device=k)`) the rewrite drops
-    which GPU was meant, so it is **unsafe** (applied only with `--unsafe-fixes`). With
+    which GPU was meant, so it is **unsafe** (applied only with `--unsafe-fixes`). It is unsafe too in a
+    file whose classes define their own `cuda()`: `.to(device)` skips that override, which may move what
+    `Module.to` does not (a plain tensor attribute), and the program then mixes devices on the GPU. With
     `*args`/`**kwargs`, where `device` names something that is not a device, or where it may be
     unbound at the call and no definition can help (a local bound only on one branch, a `del device`),
     the fix is **display-only**.
@@ -143,6 +146,16 @@ class CudaCall(Rule):
             "x = x.to(device)\n",
             unsafe=True,
         ),
+        Invalid(
+            "import torch\nclass Net(torch.nn.Module):\n    def cuda(self, device=None):\n"
+            "        self.mask = self.mask.cuda(device)\n        return super().cuda(device)\n"
+            "net = Net().cuda()\n",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "class Net(torch.nn.Module):\n    def cuda(self, device=None):\n"
+            "        self.mask = self.mask.cuda(device)\n        return super().cuda(device)\n"
+            "net = Net().to(device)\n",
+            unsafe=True,
+        ),
         Invalid("import torch.nn as nn\nmodel = nn.DataParallel(model).cuda()\n"),
         Invalid("import torch\nif torch.cuda.is_available() or force:\n    x.cuda()\n"),
         Invalid("device = 'cuda'\ny = x.cuda()\n", fixed="device = 'cuda'\ny = x.cuda()\n"),
@@ -164,6 +177,11 @@ class CudaCall(Rule):
         if self.ctx.is_imported_module(func.value):
             return
         self.report(node, fix=self._fix(node), start_node=func.attr)
+
+    def _file_overrides_cuda(self) -> bool:
+        """Does a class here define a `cuda()` that does more than `return super().cuda(...)`?"""
+        return any(f.name.value == "cuda" and isinstance(self.ctx.parent(self.ctx.parent(f)), cst.ClassDef)
+                   and not _only_calls_super(f) for f in self.ctx.nodes(cst.FunctionDef))
 
     def _inside_cuda_method(self, node: cst.CSTNode) -> bool:
         return any(isinstance(a, cst.FunctionDef) and a.name.value == "cuda" for a in self.ctx.ancestors(node))
@@ -195,8 +213,31 @@ class CudaCall(Rule):
             args.insert(0, device_arg)
         new_call = call.with_changes(func=call.func.with_changes(attr=cst.Name("to")), args=args)
         unsafe = index is not None and not is_none(index.value)
-        applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
         if unsafe:
             title += " (drops the device index)"
+        elif self._file_overrides_cuda() and self.ctx.kinds.of(call.func.value) is not TENSOR:
+            # `.to(device)` does not call a class's own `cuda()`, which may move what `Module.to` does not
+            # (a plain tensor attribute): on the GPU the program then mixes devices (seen on an H100).
+            unsafe = True
+            title += " (this file defines a `cuda()` override that `.to()` would skip)"
+        applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
         return self.fix(title, applicability, self.replace(call, self.ctx.code(new_call, call)),
                         needs_device=needs_definition)
+
+
+def _only_calls_super(function: cst.FunctionDef) -> bool:
+    """`def cuda(self, device=None): return super().cuda(device)`, with at most a docstring or `pass`."""
+    suite = function.body
+    lines = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]  # a one-line `def ...: ...`
+    if not all(isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for line in lines):
+        return False
+    statements = [small for line in lines for small in line.body]
+    meaningful = [s for s in statements if not (isinstance(s, cst.Pass) or isinstance(s, cst.Expr)
+                                                 and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString)))]
+    return len(meaningful) == 1 and isinstance(meaningful[0], cst.Return) and _is_super_cuda(meaningful[0].value)
+
+
+def _is_super_cuda(value) -> bool:
+    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "cuda"
+            and isinstance(value.func.value, cst.Call) and isinstance(value.func.value.func, cst.Name)
+            and value.func.value.func.value == "super")
