@@ -100,7 +100,7 @@ def test_safe_fix_keeps_virtual_gpu_output_and_runs_without_cuda(name, tmp_path)
 
     fixed = _run(["-m", "devlint", "--fix", "--no-cache", "--isolated", "prog.py"], tmp_path)
     if name in UNSAFE_REWRITES:
-        assert fixed.returncode == 1 and "unsafe fix" in fixed.stdout, fixed.stdout + fixed.stderr
+        assert fixed.returncode == 1 and "--unsafe-fixes" in fixed.stdout, fixed.stdout + fixed.stderr
     else:
         assert fixed.returncode == 0, f"every finding should have a safe fix here:\n{fixed.stdout}{fixed.stderr}"
     assert prog.read_text() != textwrap.dedent(PROGRAMS[name]).lstrip()
