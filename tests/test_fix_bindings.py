@@ -6,9 +6,9 @@ variable into a local; the inserted definition must not shadow a star import nor
 `global` statement; a form feed in an indentation must not crash the fixer; and the device options
 must be valid Python where they are written.
 
-The runtime proofs run the original under a stand-in for a GPU machine (`Tensor.cuda` and
-`Module.cuda` patched to return a tensor or module as a one-GPU machine would, moved nowhere), and the
-fixed program on the CPU build as it is, with CUDA hidden.
+The runtime proofs run the original and the fixed program under devlint's virtual GPU (one CUDA
+device simulated on the CPU build, failing where a GPU fails), and the fixed program on the CPU build
+as it is, with CUDA hidden.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import symtable
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -283,29 +282,17 @@ def test_valid_device_options_are_accepted_and_written(run_cli, tmp_path, name, 
     assert f"x = torch.ones(1).to({name})" in text
 
 
-# -- runtime proofs: the original runs (on a stand-in GPU machine), the fixed program runs on the CPU ----
-
-SIMULATED_GPU = textwrap.dedent(
-    """
-    import runpy, sys
-    import torch
-    torch.Tensor.cuda = lambda self, *args, **kwargs: self  # one GPU: the move lands where `device` is
-    torch.nn.Module.cuda = lambda self, *args, **kwargs: self
-    sys.argv = sys.argv[1:]
-    runpy.run_path(sys.argv[0], run_name="__main__")
-    """
-)
-
+# -- runtime proofs: the original runs on the virtual GPU, the fixed program there and on the CPU ----
 
 def python(tmp_path: Path, script: str, *args: str, gpu: bool = False) -> subprocess.CompletedProcess:
     path = tmp_path / "program.py"
     path.write_text(script)
-    command = [sys.executable, str(path), *args]
-    if gpu:
-        harness = tmp_path / "gpu.py"
-        harness.write_text(SIMULATED_GPU)
-        command = [sys.executable, str(harness), str(path), *args]
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    if gpu:  # devlint's virtual GPU: the program sees one CUDA device and fails where a GPU would
+        command = [sys.executable, "-m", "devlint", "run", "--virtual-gpu", str(path), *args]
+        env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    else:
+        command = [sys.executable, str(path), *args]
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
 
 
@@ -338,7 +325,7 @@ def test_the_fixed_program_runs_where_the_original_ran(tmp_path, case):
         extra = [args] if args else []
         original = python(tmp_path, source, *extra, gpu=True)
         assert original.returncode == 0, original.stderr
-        # the fixed program runs on the same (stand-in) GPU machine, and on the CPU where nothing
+        # the fixed program runs on the same (virtual) GPU machine, and on the CPU where nothing
         # hard-coded CUDA is left in it
         after = python(tmp_path, fixed, *extra, gpu=True)
         assert after.returncode == 0, f"{fixed}\n{after.stderr}"
