@@ -300,9 +300,10 @@ def fix_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str
                 updated, applied = apply_edits(current, [f for f in chosen if not f.fix.needs_device])
         if updated == current:
             return current, applied_all, findings
-        if _digest(updated) in seen:
+        digest = _digest(updated)
+        if digest in seen:
             raise FixDidNotConverge(f"fixes undo each other after {passes} passes")
-        seen.add(_digest(updated))
+        seen.add(digest)
         applied_all.extend(applied)
         current = updated
     raise FixDidNotConverge(f"fixes did not converge after {passes} passes")
