@@ -223,11 +223,8 @@ def _libcst_refuses(cell: _Cell) -> str | None:
     """Why LibCST cannot parse this cell (valid Python for the interpreter), or None."""
     try:
         cst.parse_module(cell.masked())
-    except cst.ParserSyntaxError as exc:
-        line = min(max(exc.raw_line, 1), max(len(cell.lines), 1))
-        column = exc.raw_column + 1 + cell.shift(line - 1)
-        message = " ".join(exc.message.split())[:200]
-        return f"cell {cell.index + 1}:{line}:{column}: valid Python that LibCST cannot parse ({message})"
+    except cst.ParserSyntaxError as exc:  # its positions are not reliable enough to quote
+        return f"cell {cell.index + 1}: {str(cannot_parse(exc.message)).removeprefix('skipped: ')}"
     except Exception:  # noqa: BLE001 - not this cell's doing: the checker reports it as before
         return None
     return None
