@@ -294,7 +294,7 @@ def prepare(cells: list, device_name: str = "device") -> Prepared:
             # What the skipped cell binds is unknown: `device` may be bound there, so no fix may rely
             # on defining it (as for `device = !cmd`, it stands bound to no device).
             placeholder = f"{device_name} = ...  # {tag} {next(serials)}"
-            stub = _Cell(index, text, [placeholder + "\n"], {0: placeholder}, stub=True)
+            stub = _Cell(index, text, [placeholder], {0: placeholder}, stub=True)  # the join adds the newline
             stub.originals[_serial(placeholder)] = (placeholder, placeholder)
             main.append(stub)
     suffixes = {cell.index: f" or {mark}_{n}_" for n, cell in enumerate(main) if cell.shown is not None}

@@ -342,14 +342,16 @@ SNIPPETS = [  # each complete, so that most notebooks parse; joined by the cell'
 def test_any_notebook_gives_a_result_and_a_fix_touches_only_sources(newline):
     hypothesis = pytest.importorskip("hypothesis")
     st = hypothesis.strategies
-    cell = st.tuples(st.sampled_from(["code", "code", "markdown"]), st.sampled_from(["", "", "", "%%time", "%%bash"]),
-                     st.lists(st.sampled_from(SNIPPETS), max_size=5), st.booleans())
+    magics = ["", "", "", "%%time", "%%bash", "%%writefile t.py", "%%writefile -a t.py"]
+    cell = st.tuples(st.sampled_from(["code", "code", "markdown"]), st.sampled_from(magics),
+                     st.lists(st.sampled_from(SNIPPETS), max_size=5), st.booleans(), st.sampled_from(["", "", " "]))
 
     @hypothesis.settings(max_examples=75, deadline=None, derandomize=True)
     @hypothesis.given(st.lists(cell, max_size=5))
     def check(cells):
-        texts = [(kind, "\n".join(([magic] if magic else []) + snippets).replace("\n", newline)
-                  + (newline if final else "")) for kind, magic, snippets, final in cells]
+        texts = [(kind, "\n".join(([magic] if magic else []) + snippets).replace("\n", "\n" + indent)
+                  .replace("\n", newline) + (newline if final else ""))  # `indent`: IPython removes it
+                 for kind, magic, snippets, final, indent in cells]
         data = notebook(*texts)
         config = Config(select=("ALL",), fix=True, unsafe_fixes=True)
         result = check_notebook("nb.ipynb", data, config)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from devlint.config import Config
+from devlint.config import Config, FixOptions
 from devlint.notebook import check_notebook, prepare
 from tests.test_cli import run
 from tests.test_notebook import DEVICE, found, notebook, sources
@@ -53,6 +53,13 @@ def test_a_skipped_cell_that_may_bind_device_keeps_the_fixes_that_need_it_away()
     assert result.findings[0].fix.applicability.value == "display-only"
     # a skipped cell that does not mention it changes nothing for the others
     assert fixed_sources("import torch", "model = # TODO", CUDA)[2] == "x = torch.ones(1).to(device)"
+
+
+def test_other_fixes_still_reach_a_crlf_notebook_with_a_skipped_cell():
+    cells = ("import torch\r\n", "device = torch.device('cuda') if ok else # TODO\r\n",
+             "x = torch.ones(1).cuda()\r\ny = torch.load(p)\r\n")
+    new = fixed_sources(*cells, config=Config(fix=True, fix_options=FixOptions(map_location="cpu")))
+    assert new == [cells[0], cells[1], 'x = torch.ones(1).cuda()\r\ny = torch.load(p, map_location="cpu")\r\n']
 
 
 def test_a_notebook_whose_code_cells_all_fail_to_parse():
