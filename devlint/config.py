@@ -50,8 +50,10 @@ class Config:
     @cached_property
     def _selected(self) -> tuple[str, ...]:
         chosen = {r.code for r in RULES if r.default_enabled} if self.select is None else set()
-        for code in (*(self.select or ()), *self.extend_select):
+        for code in self.select or ():
             chosen |= _matching(code, "--select")
+        for code in self.extend_select:
+            chosen |= _matching(code, "--extend-select")
         for code in self.ignore:
             chosen -= _matching(code, "--ignore")
         for _, codes in self.per_file_ignores:
@@ -89,12 +91,14 @@ def validate_codes(codes, where: str) -> None:
 
 
 def _matching(selector: str, option: str) -> set[str]:
-    selector = selector.strip().upper()
-    if not selector:  # every code starts with "": an empty entry would select or ignore every rule
-        raise ConfigError(f"{option}: empty rule code (remove the empty entry)")
-    if selector == "ALL":
+    """The codes a selector (code, prefix, rule name or ALL; any case) stands for; the error echoes
+    the selector as it was given."""
+    wanted = selector.strip().upper()
+    if not wanted:  # every code starts with "": an empty entry would select or ignore every rule
+        raise ConfigError(f"{option}: empty rule code {selector!r} (remove the empty entry)")
+    if wanted == "ALL":
         return {r.code for r in RULES}
-    codes = {r.code for r in RULES if r.code.startswith(selector) or r.name.upper() == selector}
+    codes = {r.code for r in RULES if r.code.startswith(wanted) or r.name.upper() == wanted}
     if not codes:
         known = ", ".join(r.code for r in RULES)
         raise ConfigError(f"{option}: unknown rule code or prefix {selector!r} (known: {known}, ALL)")

@@ -6,6 +6,7 @@ Keys are the long CLI option names. CLI flags win over the file; `--isolated` ig
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -72,10 +73,25 @@ def _read(path: str) -> dict:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        raise ConfigError(f"{path}: invalid TOML: {exc}{_quote_line(path, str(exc))}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte {exc.object[exc.start:exc.start + 1]!r} "
                           f"at offset {exc.start})") from None
+
+
+def _quote_line(path: str, message: str) -> str:
+    """`: select = DL001`: the line a TOML error points at, as written (when it can be read back)."""
+    found = re.search(r"\(at line (\d+), column \d+\)", message)
+    if found is None:
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return ""
+    number = int(found.group(1))
+    line = lines[number - 1].strip() if 1 <= number <= len(lines) else ""
+    return f": {line[:120]}" if line else ""
 
 
 def _tool_table(data: dict, path: str) -> dict:
@@ -86,19 +102,42 @@ def _tool_table(data: dict, path: str) -> dict:
     return tool
 
 
-def load(path: str) -> FileSettings:
+def load(path: str, named: bool = False) -> FileSettings:
+    """The [tool.devlint] table of `path`; `named`: the file was given with --config, so a file
+    without the table (keys at the top level, as in a ruff.toml) is an error, not silently no settings."""
     data = _read(path)
-    table = _tool_table(data, path).get("devlint", {})
+    tool = _tool_table(data, path)
+    if named and "devlint" not in tool:
+        stray = [key for key in data if key in KEYS]
+        hint = (f" (found {', '.join(stray)} at the top level: move {'it' if len(stray) == 1 else 'them'} "
+                "under [tool.devlint])" if stray else "")
+        raise ConfigError(f"{path}: --config file has no [tool.devlint] table{hint}")
+    table = tool.get("devlint", {})
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.devlint] must be a table")
+        raise ConfigError(f"{path}: [tool.devlint] must be a table, not {table!r}")
     for key, value in table.items():
         if key not in KEYS:
             close = [k for k in KEYS if k.replace("-", "_") == key or k == key.replace("_", "-")]
             hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(KEYS)})"
             raise ConfigError(f"{path}: [tool.devlint] unknown key {key!r}{hint}")
         if not _valid(KEYS[key], value):
-            raise ConfigError(f"{path}: [tool.devlint] {key} must be {KEYS[key]}, not {value!r}")
+            raise ConfigError(f"{path}: [tool.devlint] {key} must be {KEYS[key]}, not {value!r}{_culprit(value)}")
     return FileSettings(path, os.path.dirname(os.path.abspath(path)), dict(table))
+
+
+def _culprit(value) -> str:
+    """The entry that is wrong in a list or table that is almost right: ` (3 is not a string)`."""
+    if isinstance(value, dict):
+        for entry in value.values():
+            if isinstance(entry, str):
+                return f" ({entry!r} is not a list: write [{entry!r}])"
+            if isinstance(entry, list) and (hint := _culprit(entry)):
+                return hint
+        return ""
+    if isinstance(value, list):
+        wrong = [entry for entry in value if not isinstance(entry, str)]
+        return f" ({wrong[0]!r} is not a string)" if wrong else ""
+    return ""
 
 
 def _valid(kind: str, value) -> bool:
@@ -121,6 +160,6 @@ def resolve(paths: list[str], config_path: str | None, isolated: bool) -> FileSe
     if config_path is not None:
         if not os.path.isfile(config_path):
             raise ConfigError(f"{config_path}: --config file not found")
-        return load(config_path)
+        return load(config_path, named=True)
     found = find_pyproject(paths)
     return load(found) if found else FileSettings(None, os.getcwd(), {})

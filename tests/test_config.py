@@ -148,3 +148,49 @@ def test_file_level_noqa(tmp_path):
     assert run(str(everything)).exit_code == 0
     some = write(tmp_path / "b.py", "# devlint: noqa: DL002\n" + LOAD)
     assert codes_found(run(str(some), "--output-format", "json")) == ["DL001"]
+
+
+# -- issue 17: every configuration error names its source and key and echoes the value as given --------
+@pytest.mark.parametrize("table, message", [
+    ('select = ["dl999"]', "[tool.devlint] select: unknown rule code or prefix 'dl999' (known: DL001"),
+    ('ignore = [" "]', "[tool.devlint] ignore: empty rule code ' ' (remove the empty entry)"),
+    ('extend-select = ["DL001", 3]', "[tool.devlint] extend-select must be a list of rule codes, not ['DL001', 3] "
+                                     "(3 is not a string)"),
+    ('[tool.devlint.per-file-ignores]\n"tests/*" = "DL001"', "per-file-ignores must be a table of glob = "
+                                                            "[rule codes], not {'tests/*': 'DL001'} ('DL001' is not "
+                                                            "a list: write ['DL001'])"),
+    ('max-file-size = "1MB"', "[tool.devlint] max-file-size must be a whole number of bytes, not '1MB'"),
+    ('device-name = "my device"', "[tool.devlint] device-name: 'my device' is not a variable name"),
+    ("select = DL001", "invalid TOML: Invalid value (at line 5, column 10): select = DL001"),
+])
+def test_a_bad_value_in_the_file_is_echoed_with_its_key(tmp_path, table, message):
+    root = project(tmp_path, table)
+    result = run("src", cwd=root)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"devlint: error: {root / 'pyproject.toml'}: ")
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--select", "dl999"), "--select: unknown rule code or prefix 'dl999'"),
+    (("--ignore", "DL001,nope"), "--ignore: unknown rule code or prefix 'nope'"),
+    (("--extend-select", "DL1X"), "--extend-select: unknown rule code or prefix 'DL1X'"),
+    (("--device-name", "1x"), "--device-name: '1x' is not a variable name"),
+    (("--map-location", "gpu"), "'gpu' is not one of 'auto', 'device', 'cpu'"),
+])
+def test_a_bad_value_on_the_command_line_is_echoed_with_its_option(tmp_path, args, message):
+    path = write(tmp_path / "a.py", BUGGY)
+    result = run(str(path), "--isolated", *args)
+    assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.output
+
+
+def test_a_config_file_without_the_table_is_an_error_not_silently_no_settings(tmp_path):
+    path = write(tmp_path / "a.py", BUGGY)
+    flat = write(tmp_path / "devlint.toml", 'select = ["DL002"]\n')  # as a ruff.toml would be written
+    result = run(str(path), "--config", str(flat))
+    assert result.exit_code == 2
+    assert (f"{flat}: --config file has no [tool.devlint] table (found select at the top level: move it under "
+            "[tool.devlint])") in result.stderr
+    other = write(tmp_path / "other.toml", "[tool.black]\nline-length = 100\n")
+    assert "has no [tool.devlint] table\n" in run(str(path), "--config", str(other)).stderr

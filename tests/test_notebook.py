@@ -58,9 +58,8 @@ def test_findings_name_the_cell_among_all_cells_and_the_line_in_it():
         ("DL001", 4, 1, 75),  # `.cuda()`, after a markdown cell: cells count whatever their type
         ("DL002", 4, 2, 23),  # torch.load; the `files = !ls data` line below is masked
         ("DL001", 5, 3, 30),  # in a `%%time` cell: its body is Python
-        ("DL003", 8, 7, 1),  # after an indented `%time` line and an `evaluate?` help line
-        ("DL001", 8, 7, 3),
-    ]  # the %%bash cell 6, the raw cell 9 and the markdown cell 1 mention `.cuda()` too: not code
+        ("DL001", 8, 7, 3),  # after an indented `%time` line and an `evaluate?` help line
+    ]  # `y.cuda()` ends cell 8: displayed (Out[8]), not discarded, so no DL003 there  # the %%bash cell 6, the raw cell 9 and the markdown cell 1 mention `.cuda()` too: not code
     assert result.original_source == FIXTURE.read_text(encoding="utf-8") and result.fixed_source is None
 
 
@@ -70,7 +69,7 @@ def test_the_command_line_shows_the_cell(tmp_path):
     text = run(str(path), "--no-cache")
     assert text.exit_code == 1
     assert f"{path}:cell 4:1:75: DL001 [*] `.cuda()`" in text.stdout  # [*]: fixable, as in a .py file
-    assert "[*] 5 fixable with the `--fix` option." in text.stdout
+    assert "[*] 4 fixable with the `--fix` option." in text.stdout
     rows = json.loads(run(str(path), "--no-cache", "--output-format", "json").stdout)
     assert [(r["cell"], r["line"], r["column"]) for r in rows][:2] == [(4, 1, 75), (4, 2, 23)]
     edit = rows[0]["fix"]["edits"][0]  # edits are in the cell's lines too
@@ -94,7 +93,7 @@ def test_fix_changes_only_the_sources_of_code_cells(tmp_path):
     original = path.read_text(encoding="utf-8")
     result = run(str(path), "--fix", "--no-cache")
     assert result.exit_code == 0, result.output
-    assert "Found 5 errors (5 fixed, 0 remaining)." in result.stdout
+    assert "Found 4 errors (4 fixed, 0 remaining)." in result.stdout
     fixed = path.read_text(encoding="utf-8")
     nbformat.validate(nbformat.reads(fixed, as_version=4))
 
@@ -120,7 +119,7 @@ def test_fix_changes_only_the_sources_of_code_cells(tmp_path):
     assert new[4].startswith("%%time\nfor epoch in range(2):\n    x = torch.randn(64, 784).to(device)\n")
     assert new[5] == "%%bash\nnvidia-smi\necho 'model.cuda()'"  # a shell cell is never touched
     assert new[7] == ("def evaluate(batch):\n    %time out = model(batch)\n    return out\n\nevaluate?\n"
-                      "y = torch.zeros(3)\ny = y.to(device)")
+                      "y = torch.zeros(3)\ny.to(device)")  # the last expression: displayed, left a statement
 
     again = run(str(path), "--fix", "--no-cache")
     assert again.exit_code == 0 and "All checks passed!" in again.stdout
@@ -253,7 +252,9 @@ def test_an_assigned_magic_binding_device_keeps_the_fix_away():
 def test_cell_magics_other_than_python_ones_are_left_out():
     data = notebook("%%bash\nnvidia-smi\nx.cuda()", "%%writefile train.py\nimport torch\nx = torch.ones(1).cuda()",
                     "\n%%capture out\nimport torch\ny = torch.ones(1).cuda()", "%%timeit z = 1\nz.cuda()")
-    assert found(check_notebook("nb.ipynb", data, LINT)) == [("DL001", 3, 4, 19), ("DL001", 4, 2, 3)]
+    # %%writefile train.py writes a Python file: checked as that file (tests/test_notebook_cells.py)
+    assert found(check_notebook("nb.ipynb", data, LINT)) == [("DL001", 2, 3, 19), ("DL001", 3, 4, 19),
+                                                             ("DL001", 4, 2, 3)]
 
 
 def test_a_notebook_of_magics_only(tmp_path):
@@ -301,11 +302,12 @@ def test_a_broken_notebook_through_the_command_line(tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_a_syntax_error_names_the_cell():
-    data = notebook("import torch", ("markdown", "text"), "x = torch.ones(1)\nm = (", "y.cuda()")
+def test_a_syntax_error_names_the_cell_and_the_other_cells_are_checked():
+    data = notebook("import torch", ("markdown", "text"), "x = torch.ones(1)\nm = (", "y = torch.ones(1).cuda()")
     result = check_notebook("nb.ipynb", data, LINT)
-    assert result.error is not None and not result.error.internal
-    assert result.error.message == "cell 3:2:5: SyntaxError: '(' was never closed"
+    assert result.error is None
+    assert result.notice == "skipped: cell 3:2:5: SyntaxError: '(' was never closed (the other cells were checked)"
+    assert found(result) == [("DL001", 4, 1, 19)]
 
 
 def test_a_notebook_in_another_language_is_skipped_with_a_notice():
@@ -340,14 +342,16 @@ SNIPPETS = [  # each complete, so that most notebooks parse; joined by the cell'
 def test_any_notebook_gives_a_result_and_a_fix_touches_only_sources(newline):
     hypothesis = pytest.importorskip("hypothesis")
     st = hypothesis.strategies
-    cell = st.tuples(st.sampled_from(["code", "code", "markdown"]), st.sampled_from(["", "", "", "%%time", "%%bash"]),
-                     st.lists(st.sampled_from(SNIPPETS), max_size=5), st.booleans())
+    magics = ["", "", "", "%%time", "%%bash", "%%writefile t.py", "%%writefile -a t.py"]
+    cell = st.tuples(st.sampled_from(["code", "code", "markdown"]), st.sampled_from(magics),
+                     st.lists(st.sampled_from(SNIPPETS), max_size=5), st.booleans(), st.sampled_from(["", "", " "]))
 
     @hypothesis.settings(max_examples=75, deadline=None, derandomize=True)
     @hypothesis.given(st.lists(cell, max_size=5))
     def check(cells):
-        texts = [(kind, "\n".join(([magic] if magic else []) + snippets).replace("\n", newline)
-                  + (newline if final else "")) for kind, magic, snippets, final in cells]
+        texts = [(kind, "\n".join(([magic] if magic else []) + snippets).replace("\n", "\n" + indent)
+                  .replace("\n", newline) + (newline if final else ""))  # `indent`: IPython removes it
+                 for kind, magic, snippets, final, indent in cells]
         data = notebook(*texts)
         config = Config(select=("ALL",), fix=True, unsafe_fixes=True)
         result = check_notebook("nb.ipynb", data, config)
