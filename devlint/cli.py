@@ -283,6 +283,8 @@ def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, e
     result = check_source(filename, data, config)
     if result.error:
         click.echo(error_line(result), err=True)
+    elif result.notice:
+        click.echo(f"{filename}: warning: {result.notice}", err=True)
     if diff:
         shown = render_diff(result) if result.error is None and result.fixed_source is not None else ""
         click.echo(shown, nl=False)

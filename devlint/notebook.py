@@ -38,6 +38,7 @@ from devlint.notebook_json import InvalidNotebook, cell_source, load, source_tex
 from devlint.engine import FixDidNotConverge, TooDeeplyNested, add_noqa_text, fix_text, lint_text
 from devlint.model import Edit, FileError, FileResult, Finding, Position
 from devlint.prefilter import TooComplex, parse_quietly
+from devlint.report import PARTLY_CHECKED
 from devlint.rules.discarded_tensor_move import MOVES
 
 # Cell magics whose body is Python run by the kernel: the body is checked, the `%%` line masked.
@@ -184,10 +185,11 @@ def check_notebook(path: str, data: bytes, config) -> FileResult:
     return result
 
 
+
 def skipped_notice(skipped: list[tuple[int, str]]) -> str:
     """`skipped: cell 3:2:5: SyntaxError: ... (the other cells were checked)`."""
     reasons = "; ".join(reason for _, reason in sorted(skipped))
-    return f"skipped: {reasons} (the other cells were checked)"
+    return f"skipped: {reasons} {PARTLY_CHECKED}"
 
 
 def _check_unit(unit: _Joined, config, rules, skipped: list[tuple[int, str]]):

@@ -68,9 +68,10 @@ def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, 
     findings = [f for r in results for f in r.findings]
     fixed = sum(len(r.applied) for r in results)
     errors = other_errors + sum(1 for r in results if r.error)
-    skipped = other_warnings + sum(1 for r in results if r.notice and not r.error)
+    partial = sum(1 for r in results if r.notice and not r.error and r.notice.endswith(PARTLY_CHECKED))
+    skipped = other_warnings + sum(1 for r in results if r.notice and not r.error) - partial
     summary: list[str] = []
-    unchecked = _unchecked(errors, skipped)
+    unchecked = _unchecked(errors, skipped, partial)
     if findings:
         total = len(findings) + fixed
         summary.append(f"Found {plural(total, 'error')} ({fixed} fixed, {len(findings)} remaining)." if fixed
@@ -90,7 +91,7 @@ def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, 
             summary.append(unchecked[0].upper() + unchecked[1:] + ".")
     elif errors:
         summary.append(f"Checks did not complete: {unchecked}.")
-    elif skipped:
+    elif skipped or partial:
         summary.append(f"All checks passed, but {unchecked}.")
     elif not findings and not fixed:
         summary.append("All checks passed!" if results else "No Python files found; nothing was checked.")
@@ -102,16 +103,22 @@ def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, 
     return "\n".join(lines + summary) + "\n"
 
 
-def _unchecked(errors: int, skipped: int) -> str:
+# The end of a notebook's notice when only some of its cells were left out (devlint.notebook).
+PARTLY_CHECKED = "(the other cells were checked)"
+
+
+def _unchecked(errors: int, skipped: int, partial: int = 0) -> str:
     """`1 file could not be checked and 2 files were skipped (see the errors and warnings above)`."""
     parts = []
     if errors:
         parts.append(f"{plural(errors, 'file')} could not be checked")
     if skipped:
         parts.append(f"{plural(skipped, 'file')} {'was' if skipped == 1 else 'were'} skipped")
+    if partial:
+        parts.append(f"{plural(partial, 'notebook')} had cells skipped")
     if not parts:
         return ""
-    seen = " and ".join(kind for kind, count in (("errors", errors), ("warnings", skipped)) if count)
+    seen = " and ".join(kind for kind, count in (("errors", errors), ("warnings", skipped + partial)) if count)
     return f"{' and '.join(parts)} (see the {seen} above)"
 
 

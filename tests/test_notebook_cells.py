@@ -89,7 +89,19 @@ def test_exit_codes_and_output_on_the_command_line(tmp_path):
     assert run(str(path), "--no-cache", "--fix").exit_code == 0
     assert sources(path.read_text())[1:] == ["criterion = # TODO", "x = torch.ones(1).to(device)"]
     clean = run(str(path), "--no-cache")
-    assert clean.exit_code == 0 and "All checks passed!" not in clean.stdout and "skipped" in clean.stdout
+    assert clean.exit_code == 0 and "All checks passed!" not in clean.stdout
+    # the notebook was checked, only a cell was not: the summary does not call it a skipped file
+    assert "1 notebook had cells skipped" in clean.stdout and "file was skipped" not in clean.stdout
+
+
+def test_a_notebook_read_from_stdin_names_its_skipped_cell(tmp_path):
+    from click.testing import CliRunner
+
+    from devlint.cli import main
+
+    stdin = CliRunner().invoke(main, ["-", "--stdin-filename", "course.ipynb", "--no-cache"],
+                               input=notebook("import torch", "criterion = # TODO"), catch_exceptions=False)
+    assert "course.ipynb: warning: skipped: cell 2:1:13: SyntaxError" in stdin.stderr
 
 
 # -- IPython's transformations ----------------------------------------------------------------------
