@@ -49,7 +49,9 @@ def devlint(*args: str) -> subprocess.CompletedProcess:
 
 def findings(folder: str, *args: str) -> list[dict]:
     result = devlint(folder, "--output-format", "json", "--exit-zero", *args)
-    if result.returncode not in (0, 1):
+    # Exit 2 with findings on stdout: some files could not be checked (a notebook cell that does not
+    # parse, say); the others were.
+    if result.returncode not in (0, 1) and not result.stdout.startswith("["):
         raise SystemExit(f"devlint failed on {folder} (exit {result.returncode}):\n{result.stderr[-2000:]}")
     return json.loads(result.stdout or "[]")
 
@@ -116,7 +118,8 @@ def check_repo(repo: str, safe_only: bool, diffs: str | None) -> tuple[dict, lis
         dl008_before = collections.Counter(f["path"] for f in findings(copy, "--select", "DL008"))
         fix_args = ["--fix", "--exit-zero"] + ([] if safe_only else ["--unsafe-fixes"])
         result = devlint(copy, *fix_args)
-        if result.returncode not in (0, 1):
+        unreadable = [line for line in result.stderr.splitlines() if ": error: " in line]
+        if result.returncode not in (0, 1) and not unreadable:
             problems.append(f"{name}: --fix exited {result.returncode}: {result.stderr.strip()[-500:]}")
         after = snapshot(copy)
         changed = sorted(p for p in after if after[p] != before.get(p))
@@ -160,6 +163,7 @@ def check_repo(repo: str, safe_only: bool, diffs: str | None) -> tuple[dict, lis
         "per_rule": dict(sorted(collections.Counter(f["code"] for f in found).items())),
         "labels": {f"{code}:{label}": n for (code, label), n in sorted(labels.items())},
         "changed": len(changed),
+        "not_checked": len(unreadable),
         "remaining": len(remaining),
         "library_definitions": library_definitions,
         "problems": len(problems),
@@ -188,17 +192,17 @@ def main(argv: list[str] | None = None) -> int:
         every_problem.extend(problems)
         print(f"{row['repo']}: {row['findings']} findings, {row['changed']} files fixed, "
               f"{row['problems']} problems", file=sys.stderr, flush=True)
-    print("| repository | .py | notebooks | findings | per rule | fixed files | left after fix | library definitions | problems |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
+        if args.json:  # after each repository: a long run interrupted keeps what it measured
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump({"rows": rows, "problems": every_problem}, handle, indent=2)
+    print("| repository | .py | notebooks | findings | per rule | fixed files | left after fix | not checked | library definitions | problems |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     for r in rows:
         rules = ", ".join(f"{code} {n}" for code, n in r["per_rule"].items())
         print(f"| {r['repo']} | {r['files']} | {r['notebooks']} | {r['findings']} | {rules} | {r['changed']} "
-              f"| {r['remaining']} | {r['library_definitions']} | {r['problems']} |")
+              f"| {r['remaining']} | {r['not_checked']} | {r['library_definitions']} | {r['problems']} |")
     for problem in every_problem:
         print(f"- {problem}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"rows": rows, "problems": every_problem}, handle, indent=2)
     return 1 if every_problem else 0
 
 
