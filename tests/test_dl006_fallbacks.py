@@ -204,3 +204,10 @@ def test_an_import_that_was_already_unused_stays():
 def test_without_unsafe_fixes_nothing_changes():
     source = "import torch\nfrom torch.cuda.amp import autocast\ndef f(device):\n    with autocast():\n        pass\n"
     assert fix(source, select="DL006") == source
+
+
+def test_a_removed_first_statement_takes_the_blank_lines_after_it():
+    fixed = _fixed("import torch\ndef f(device, scaler=None):\n    if scaler is None:\n"
+                   "        from torch.cuda.amp import GradScaler\n\n        scaler = GradScaler()\n    return scaler\n")
+    assert fixed == ("import torch\ndef f(device, scaler=None):\n    if scaler is None:\n"
+                     "        scaler = torch.amp.GradScaler(torch.device(device).type)\n    return scaler\n")

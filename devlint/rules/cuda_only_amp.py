@@ -471,7 +471,15 @@ class CudaOnlyAmp(Rule):
             if isinstance(block, cst.IndentedBlock) and len(block.body) == 1:
                 return self.replace(statement, "pass")  # a block cannot be empty
             start, end = self.ctx.span(line)
-            return Edit(Position(start.line, 0), Position(end.line + 1, 0), "")
+            stop = Position(end.line + 1, 0)
+            body = list(block.body)
+            position = next(i for i, item in enumerate(body) if item is line)
+            if isinstance(block, cst.IndentedBlock) and position == 0 and len(body) > 1:
+                # the first statement of a block: the blank lines after it would open the block
+                following = body[1]
+                if following.leading_lines and all(e.comment is None for e in following.leading_lines):
+                    stop = Position(self.ctx.span(following)[0].line, 0)
+            return Edit(Position(start.line, 0), stop, "")
         alias = names[index]
         if index + 1 < len(names):
             return Edit(self.ctx.span(alias.name)[0], self.ctx.span(names[index + 1].name)[0], "")
