@@ -269,8 +269,8 @@ class Placement:
         root = func
         while isinstance(root, cst.Attribute):
             root = root.value
-        function = self.ctx.is_imported_module(root) or any(
-            n.startswith(("torch.", "numpy.", "np.", "math.", "copy.")) for n in names)
+        function = isinstance(root, cst.Name) and (self.ctx.is_imported_module(root) or (
+            not self.ctx.binds(root.value) and root.value in ("torch", "numpy", "np", "math", "copy")))
         if isinstance(func, cst.Attribute) and not function:
             method = func.attr.value
             if method == "cuda":
@@ -382,10 +382,16 @@ class Placement:
             chosen = [max(earlier, key=lambda item: item[0])[1]]
         else:
             chosen = assignments
-        places = [self._binding(a.node) for a in chosen]
+        places = []
         for assignment in chosen:
-            if self.ctx.kinds.of(name) is not TENSOR:
-                places.extend(self._moves_reaching(name, assignment, same_scope=assignment.scope is scope))
+            moves = (self._moves_reaching(name, assignment, same_scope=assignment.scope is scope)
+                     if self.ctx.kinds.of(name) is not TENSOR else [])
+            # the last move that certainly ran between the binding and the use decides; any other may have
+            dominating = [(position, place) for place, position, certain in moves if certain]
+            places.append(max(dominating, key=lambda m: m[0])[1] if dominating else self._binding(assignment.node))
+            last = max((p for p, _ in dominating), default=None)
+            places.extend(place for place, position, certain in moves
+                          if not certain and (last is None or position is None or position > last))
         return join(places)
 
     def _binding(self, node: cst.CSTNode) -> Place:
@@ -401,9 +407,10 @@ class Placement:
                 return CPU
         return UNKNOWN
 
-    def _moves_reaching(self, name: cst.Name, assignment, same_scope: bool) -> list[Place]:
-        """Where in-place moves that may reach the object bound by `assignment` send it."""
-        places = []
+    def _moves_reaching(self, name: cst.Name, assignment, same_scope: bool) -> list[tuple]:
+        """In-place moves that may reach the object bound by `assignment` before `name` reads it: (where
+        each sends it, its position or None, whether it certainly ran in between: straight-line code)."""
+        found = []
         use = self._position(name)
         for call, receiver, place in self._module_moves:
             if receiver is name:
@@ -411,20 +418,28 @@ class Placement:
             if isinstance(receiver, cst.Name):
                 bound = self.ctx.bindings(receiver)
                 if any(b.node is assignment.node for b in bound):
-                    if same_scope and self.ctx.scope(receiver) is assignment.scope:
-                        where = self._position(call)
+                    where = self._position(call)
+                    if same_scope and self.ctx.scope(receiver) is assignment.scope and where is not None and use:
                         bound_at = self._effective(assignment.node)
-                        if where is not None and use is not None and bound_at is not None and not (
-                            bound_at <= where <= use or self._loop_around_both(call, name)
-                        ):
+                        in_loop = self._loop_around_both(call, name)
+                        if bound_at is not None and not (bound_at <= where <= use or in_loop):
                             continue  # before the binding or after the use, in straight-line code
-                    places.append(place)
+                        found.append((place, where, not in_loop and self._dominates(call, name)))
+                    else:
+                        found.append((place, None, False))
                     continue
                 if bound and all(not isinstance(b.node, cst.Param) and not self._aliases(b.node) for b in bound):
                     continue  # another variable, bound to another object
             if place is not CPU:
-                places.append(place)  # a parameter, an attribute, an alias: it may be this object
-        return places
+                found.append((place, None, False))  # a parameter, an attribute, an alias: it may be this object
+        return found
+
+    def _dominates(self, move: cst.CSTNode, use: cst.CSTNode) -> bool:
+        """A statement of a block that holds `use` (so it ran before it)."""
+        line = self.ctx.enclosing(move, cst.SimpleStatementLine)
+        block = self.ctx.parent(line) if line is not None else None
+        return block is not None and any(a is block for a in self.ctx.ancestors(use)) and not any(
+            a is line for a in self.ctx.ancestors(use))
 
     def _aliases(self, node: cst.CSTNode) -> bool:
         value = self._assigned_value(node)
