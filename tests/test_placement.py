@@ -143,3 +143,17 @@ def test_saved_on_cpu(source):
 ])
 def test_the_last_certain_move_decides(source, expected):
     assert where(source) is expected
+
+
+def test_a_move_of_a_new_module_moves_nothing_else():
+    assert where("import torch\nm = torch.nn.Linear(3, 1)\ng = torch.nn.Linear(3, 1).cuda()\nprobe(m)") is CPU
+    assert where("import torch\nm = torch.nn.Linear(3, 1)\ng = build().cuda()\nprobe(m)") is UNKNOWN
+
+
+def test_moves_of_other_names_reach_only_an_object_that_escapes():
+    kept = "import torch\nm = torch.nn.Linear(3, 1)\ndef f(x):\n    return x.cuda()\nprint(m)\nprobe(m.weight)"
+    passed = "import torch\nm = torch.nn.Linear(3, 1)\ndef f(x):\n    x.cuda()\nf(m)\nprobe(m)"
+    stored = "import torch\nm = torch.nn.Linear(3, 1)\nholder.net = m\nholder.net.cuda()\nprobe(m)"
+    assert where(kept) is CPU
+    assert where(passed) is UNKNOWN
+    assert where(stored) is UNKNOWN

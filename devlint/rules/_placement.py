@@ -38,8 +38,11 @@ CPU, all DEVICE -> DEVICE, else UNKNOWN; literal numbers do not count), `x.weigh
 of a module (`model(x)`) joins the module and its inputs. A name takes the placement of its last
 binding before the use in its own scope (all its bindings when read from another scope), joined with
 every in-place move that may reach it: `model.to(device)` / `model.cuda()` on the same binding before
-the use (or anywhere, when read from another scope), and a move of anything that may alias it (a
-parameter, an attribute, a name bound from another name). Tensors (by `_kinds`) do not move in place.
+the use (the last one that certainly ran decides; one on a branch, in a loop or in another scope joins),
+and, once the object escapes (passed to a call other than `torch.save`/`print`, stored, put in a
+container, returned), a move of anything that may alias it (a parameter, an attribute, a name bound
+from another name; not a new module such as `nn.Linear(3, 1).cuda()`). Tensors (by `_kinds`) do not
+move in place.
 
 Every recursive step goes through `Placement._step`, memoised per node with a set of steps in
 progress: a step that needs itself again (`x = x`, `a = b; b = a`) gets UNKNOWN there, and an answer
@@ -87,6 +90,9 @@ KEEPING_METHODS = (TENSOR_METHODS - {"to", "cuda", "cpu", "pin_memory", "type"})
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item", "__len__", "size", "dim", "numel"})
 HOST_FUNCTIONS = frozenset({"len", "int", "float", "bool", "str", "range", "round", "abs", "sum", "min", "max"})
 MOVES = frozenset({"to", "cuda", "cpu"})
+# Calls that read an object without keeping it.
+HARMLESS_FUNCTIONS = frozenset({"print", "len", "isinstance", "type", "str", "repr", "id", "hasattr", "getattr",
+                                "callable", "format"})
 DTYPE_NAMES = frozenset(
     """
     float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short uint8 bool
@@ -430,7 +436,9 @@ class Placement:
                     continue
                 if bound and all(not isinstance(b.node, cst.Param) and not self._aliases(b.node) for b in bound):
                     continue  # another variable, bound to another object
-            if place is not CPU:
+            elif isinstance(receiver, cst.Call) and self._constructs(receiver):
+                continue  # `nn.Linear(3, 1).cuda()`: a new object
+            if place is not CPU and self._escapes(assignment):
                 found.append((place, None, False))  # a parameter, an attribute, an alias: it may be this object
         return found
 
@@ -440,6 +448,35 @@ class Placement:
         block = self.ctx.parent(line) if line is not None else None
         return block is not None and any(a is block for a in self.ctx.ancestors(use)) and not any(
             a is line for a in self.ctx.ancestors(use))
+
+    def _escapes(self, assignment) -> bool:
+        """Can another name reach the object: is it passed to a call, stored, put in a container or returned?"""
+        return self._step(("escapes", assignment.node), lambda: self._escaping(assignment), on_cycle=True)
+
+    def _escaping(self, assignment) -> bool:
+        for access in assignment.references:
+            node = access.node
+            parent = self.ctx.parent(node)
+            if isinstance(parent, cst.Arg):
+                call = self.ctx.parent(parent)
+                names = self.ctx.qualified_names(call.func) if isinstance(call, cst.Call) else set()
+                if names & (SAVERS | HARMLESS_FUNCTIONS) or (isinstance(call, cst.Call) and isinstance(
+                        call.func, cst.Attribute) and call.func.attr.value == "load_state_dict"):
+                    continue
+                return True
+            if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.Element,
+                                   cst.DictElement, cst.StarredElement, cst.Return, cst.Yield, cst.Lambda,
+                                   cst.IfExp, cst.BooleanOperation)):
+                if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is not node:
+                    continue  # (a target: rebinding the name moves nothing)
+                return True
+        return False
+
+    def _constructs(self, call: cst.Call) -> bool:
+        if isinstance(call.func, cst.Name) and call.func.value in self._local_module_classes:
+            return True
+        return any(n.startswith("torch.nn.") and n.rsplit(".", 1)[-1][:1].isupper()
+                   for n in self.ctx.qualified_names(call.func))
 
     def _aliases(self, node: cst.CSTNode) -> bool:
         value = self._assigned_value(node)
