@@ -379,3 +379,74 @@ def test_notebook_save_and_reload_in_other_cells_not_flagged():
                 "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
     result = check_notebook("lesson.ipynb", json.dumps(notebook).encode(), Config(select=("DL002",)))
     assert [(f.cell, f.start.line) for f in result.findings] == [(4, 1)]
+
+
+# -- the proof on the virtual GPU: a safe fix keeps the output; the unsafe alternative changes it ---------
+PREPARE = '''
+import torch
+torch.manual_seed(0)
+torch.save(torch.arange(6.0).reshape(2, 3), "mask.pt")
+layer = torch.nn.Linear(3, 2)
+torch.save(layer, "layer.pt")
+torch.save(layer(torch.ones(1, 3)).detach(), "golden.pt")
+'''
+PROGRAMS = {
+    "numpy_data": '''
+import torch
+print(torch.load("mask.pt").numpy().sum())
+''',
+    "whole_model_on_cpu_inputs": '''
+import torch
+net = torch.load("layer.pt", weights_only=False)
+print(round(net(torch.ones(1, 3)).sum().item(), 4))
+''',
+    "golden_vs_cpu_model": '''
+import torch
+torch.manual_seed(0)
+layer = torch.nn.Linear(3, 2)
+got = layer(torch.ones(1, 3))
+want = torch.load("golden.pt")
+print(torch.equal(got, want))
+''',
+}
+
+
+@pytest.mark.slow
+def test_virtual_gpu_safe_fix_keeps_output_unsafe_alternative_breaks(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "PYTHONWARNINGS": "ignore"}
+
+    def run(*args, hidden=False):
+        return subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                              env={**env, "CUDA_VISIBLE_DEVICES": ""} if hidden else env)
+
+    (tmp_path / "prepare.py").write_text(PREPARE)
+    assert run("prepare.py").returncode == 0  # the files are saved on the CPU
+    import importlib.util
+
+    for name, program in PROGRAMS.items():
+        if name == "numpy_data" and importlib.util.find_spec("numpy") is None:
+            continue  # (torch's .numpy() needs numpy installed)
+        prog = tmp_path / f"{name}.py"
+        prog.write_text(program)
+        before = run("-m", "devlint", "run", "--virtual-gpu", prog.name)
+        assert before.returncode == 0, before.stderr
+
+        # the safe fix (map_location="cpu"): the same output on the GPU, and it runs without CUDA
+        assert _fixes(program) == CPU_SAFE
+        prog.write_text(fix(program, select="DL002"))
+        assert 'map_location="cpu"' in prog.read_text()
+        after = run("-m", "devlint", "run", "--virtual-gpu", prog.name)
+        assert (after.returncode, after.stdout) == (0, before.stdout), after.stderr
+        assert run(prog.name, hidden=True).stdout == before.stdout
+
+        # what the old safe label wrote (map_location=device) breaks it on the GPU: hence unsafe there
+        assert _fixes(program, map_location="device") == [("unsafe", "Add `map_location=device`")]
+        prog.write_text(fix(program, select="DL002", unsafe=True, map_location="device"))
+        assert "map_location=device" in prog.read_text()
+        broken = run("-m", "devlint", "run", "--virtual-gpu", prog.name)
+        assert broken.returncode != 0 or broken.stdout != before.stdout, name
