@@ -43,7 +43,8 @@ SHAPES = {
         def features(path):
             return np.asarray(torch.load(path))
     ''', CPU_SAFE),
-    # a whole model saved elsewhere and called on CPU inputs: it ran only if it was saved on the CPU
+    # a whole model saved elsewhere and called on CPU inputs: saved on the CPU, unless its forward moves
+    # the inputs to its weights (then "cpu" would run it on the CPU): unsafe, with "cpu"
     "whole_model_on_cpu_inputs": ('''
         import torch
 
@@ -51,7 +52,7 @@ SHAPES = {
             net = torch.load(path, weights_only=False)
             net.eval()
             return net(torch.randn(4, 10)).argmax(1)
-    ''', CPU_SAFE),
+    ''', CPU_UNSAFE),
     # an expected output compared with a CPU model's output in a test
     "expected_vs_cpu_model": ('''
         import torch
@@ -387,7 +388,6 @@ import torch
 torch.manual_seed(0)
 torch.save(torch.arange(6.0).reshape(2, 3), "mask.pt")
 layer = torch.nn.Linear(3, 2)
-torch.save(layer, "layer.pt")
 torch.save(layer(torch.ones(1, 3)).detach(), "golden.pt")
 '''
 PROGRAMS = {
@@ -395,10 +395,11 @@ PROGRAMS = {
 import torch
 print(torch.load("mask.pt").numpy().sum())
 ''',
-    "whole_model_on_cpu_inputs": '''
+    "input_of_a_cpu_model": '''
 import torch
-net = torch.load("layer.pt", weights_only=False)
-print(round(net(torch.ones(1, 3)).sum().item(), 4))
+torch.manual_seed(0)
+layer = torch.nn.Linear(3, 2)
+print(round(layer(torch.load("mask.pt")).sum().item(), 4))
 ''',
     "golden_vs_cpu_model": '''
 import torch

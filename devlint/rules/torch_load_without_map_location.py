@@ -69,15 +69,16 @@ class TorchLoadWithoutMapLocation(Rule):
       mixes with CUDA ones) or turned into Python values (`.tolist()`, `.item()`, `len(...)`);
     - it is used as CPU data, where the program ran on a GPU only if the file was saved from the CPU:
       `.numpy()`, `np.asarray(...)`, compared with values that live on the CPU (`torch.equal(expected,
-      out)`, `(out == expected).all()`, `torch.testing.assert_close`), fed to a model that lives on the
-      CPU, or a whole loaded model called on CPU inputs;
+      out)`, `(out == expected).all()`, `torch.testing.assert_close`), or fed to a model that lives on
+      the CPU;
     - it is loaded in data-loading code (a `Dataset` class, `__getitem__`), whose tensors go to
       DataLoader workers;
     - it is not used at all (a local name never read, a thrown-away result).
 
     Everywhere else (a whole model or a tensor used further, a vocabulary or cache object, a name kept
     at module level) the fix is **unsafe**: `map_location="cpu"` where the value looks like data (a
-    use as CPU data, a name or path such as `vocab`, `cache`, `features`, `expected`), otherwise
+    use as CPU data on one path, compared, a whole model called on CPU inputs, whose forward may move
+    them to its weights; a name or path such as `vocab`, `cache`, `features`, `expected`), otherwise
     `map_location=device`. Where `device` names something that is not a device, the fix is
     **display-only**.
 
@@ -259,7 +260,9 @@ class TorchLoadWithoutMapLocation(Rule):
     # -- which map_location keeps what the program does --------------------------------------------
     def _keeping_values(self, call: cst.Call) -> frozenset:
         """The map_location values ("cpu", "device") under which every use of the loaded value behaves as
-        it did without one (each tensor restored where it was saved)."""
+        it did without one (each tensor restored where it was saved). Sets `_data_evidence` when a use
+        treats it as data (compared, turned into numpy, called on CPU inputs)."""
+        self._data_evidence = False
         if self._in_dataset(call):
             return CPU_ONLY  # data-loading code hands CPU tensors to DataLoader workers
         keeps = BOTH
@@ -286,6 +289,7 @@ class TorchLoadWithoutMapLocation(Rule):
                     return [BOTH]
                 return self._uses(call, seen) if placement(ctx)._moved(call, CPU) is CPU else [NEITHER]
             if method in HOST_ONLY_METHODS:
+                self._data_evidence = True
                 return [CPU_ONLY]  # `.numpy()` of a tensor not on the CPU raises
             if method in HOST_METHODS:
                 return [BOTH]  # the same Python values wherever the tensor is
@@ -302,9 +306,11 @@ class TorchLoadWithoutMapLocation(Rule):
         if isinstance(parent, cst.Arg) and parent.value is expr:
             return [self._as_argument(parent)]
         if isinstance(parent, cst.Call) and parent.func is expr:
-            # a whole loaded model called on CPU inputs ran only if it was saved on the CPU
+            # a whole loaded model called on CPU inputs: saved on the CPU, unless its forward moves its
+            # inputs to where its weights are (then "cpu" would run it on the CPU): unsafe, with "cpu"
             inputs = [placement(ctx).of(a.value) for a in parent.args]
-            return [CPU_ONLY] if inputs and all(p is CPU for p in inputs) else [NEITHER]
+            self._data_evidence |= bool(inputs) and all(p is CPU for p in inputs)
+            return [NEITHER]
         if isinstance(parent, cst.Comparison):
             return [self._compared(parent, expr)]
         if isinstance(parent, cst.ComparisonTarget) and parent.comparator is expr:
@@ -330,10 +336,12 @@ class TorchLoadWithoutMapLocation(Rule):
         if call.args[0] is arg and any(n.endswith("load_state_dict") for n in names):
             return BOTH  # copied into the parameters where they already live
         if any(n.startswith(("numpy.", "np.")) for n in names):
-            return CPU_ONLY if not any(n.startswith(("numpy.testing", "np.testing")) for n in names) else CPU_ONLY
+            self._data_evidence = True
+            return CPU_ONLY  # numpy converts it: a tensor not on the CPU raises
         if names & HOST_FUNCTIONS:
             return BOTH
         if any(n.rsplit(".", 1)[-1] in COMPARISONS for n in names):
+            self._data_evidence = True  # an expected value, compared
             others = [a.value for a in call.args if a is not arg and a.keyword is None]
             if others and all(placement(ctx).of(o) is CPU for o in others):
                 return CPU_ONLY  # compared with CPU values: it ran only if the loaded value was on the CPU too
@@ -349,6 +357,7 @@ class TorchLoadWithoutMapLocation(Rule):
         if any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in comparison.comparisons):
             return BOTH
         others = [o for o in operands if o is not expr]
+        self._data_evidence = True
         if others and all(placement(self.ctx).of(o) is CPU for o in others):
             return CPU_ONLY
         return NEITHER
@@ -457,7 +466,7 @@ class TorchLoadWithoutMapLocation(Rule):
             last = last_component(path.value)
             for part in re.split(r"[^A-Za-z0-9]+", text or last or ""):
                 words.update(name_words(part))
-        return bool(words & DATA_WORDS) or any(CPU_ONLY == use for use in self._uses(call, set()))
+        return bool(words & DATA_WORDS) or self._data_evidence
 
     @staticmethod
     def _with_keyword(call: cst.Call, value: str) -> cst.Call:
