@@ -157,3 +157,17 @@ def test_moves_of_other_names_reach_only_an_object_that_escapes():
     assert where(kept) is CPU
     assert where(passed) is UNKNOWN
     assert where(stored) is UNKNOWN
+
+
+def test_every_expression_of_the_fixtures_gets_an_answer():
+    from tests.helpers import ROOT
+
+    for path in sorted(ROOT.glob("tests/fixtures/DL*/*.py")):
+        ctx = FileContext(cst.parse_module(path.read_text()))
+        p = placement(ctx)
+        for kind in (cst.Call, cst.Subscript):
+            for node in ctx.nodes(kind):
+                assert p.of(node) in (CPU, DEVICE, UNKNOWN)
+        for call in ctx.nodes(cst.Call):
+            if call.args:
+                p.saved_on_cpu(call.args[0].value)

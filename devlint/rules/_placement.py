@@ -14,6 +14,8 @@ API
     where a device argument points (`"cpu"`, `torch.device("cpu")` -> CPU; `"cuda"`, `0`, `device`,
     `args.device`, `torch.device(...)` -> DEVICE; unknown -> UNKNOWN); None when `expr` is certainly
     not a device (a dtype such as `torch.float16`: `.to(torch.float16)` does not move).
+`Placement.move_target(call) -> Place | None`
+    where `x.to(...)`, `x.cuda()`, `x.cpu()` sends `x` (None for a dtype-only conversion).
 `Placement.saved_on_cpu(path) -> bool`
     the file writes `path` (a string literal, or a name bound once in the file) with `torch.save`, and
     every such save writes values that live on the CPU: loading it cannot need CUDA.
@@ -324,11 +326,20 @@ class Placement:
             return join([self.of(func)] + [self.of(a.value) for a in call.args if not _is_literal(a.value)])
         return UNKNOWN
 
+    def move_target(self, call: cst.Call) -> Place | None:
+        """Where `x.to(...)`, `x.cuda()`, `x.cpu()` sends x: None for a dtype-only `x.to(torch.half)`."""
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if method == "cuda":
+            return DEVICE
+        if method == "cpu":
+            return CPU
+        return self._moved(call, None) if method == "to" else UNKNOWN
+
     def _device_argument(self, arg: cst.Arg) -> Place:
         found = self.target(arg.value)
         return UNKNOWN if found is None else found
 
-    def _moved(self, call: cst.Call, before: Place) -> Place:
+    def _moved(self, call: cst.Call, before: Place | None) -> Place | None:
         """`x.to(...)`: the target device, or where x was for a dtype-only conversion."""
         device = find_arg(call, "device", None)
         if device is not None:

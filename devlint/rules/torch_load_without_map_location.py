@@ -9,15 +9,15 @@ from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._device import device_reference
 from devlint.rules._kinds import MODULE
-from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, UNKNOWN, placement
+from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
                             name_words, string_value, walk)
 
 BOTH, CPU_ONLY, NEITHER = frozenset({"cpu", "device"}), frozenset({"cpu"}), frozenset()
 HOST_ONLY_METHODS = frozenset({"numpy"})
 HOST_METHODS = frozenset({"tolist", "item", "keys", "size", "dim", "numel", "__len__"})
-HOST_FUNCTIONS = frozenset({"len", "int", "float", "bool", "isinstance", "type", "sorted", "list", "set"})
-COMPARISONS = frozenset({"equal", "allclose", "assert_close", "assert_allclose", "assertEqual", "assertTrue",
+HOST_FUNCTIONS = frozenset({"len", "int", "float", "bool", "isinstance", "type"})
+COMPARISONS = frozenset({"equal", "allclose", "assert_close", "assert_allclose", "assertEqual",
                          "isclose", "assert_equal", "assert_array_equal", "assert_array_almost_equal"})
 # Checkpoint keys that hold numbers (epochs, steps, scores), read as bookkeeping.
 BOOKKEEPING_WORDS = frozenset({"epoch", "epochs", "step", "steps", "iteration", "iter", "iters", "best", "acc",
@@ -284,10 +284,10 @@ class TorchLoadWithoutMapLocation(Rule):
             if method in ("cuda", "cpu"):
                 return [BOTH]  # moved explicitly: where it was loaded no longer matters
             if method == "to":
-                target = placement(ctx)._moved(call, UNKNOWN)
+                target = placement(ctx).move_target(call)
                 if target in (CPU, DEVICE):
                     return [BOTH]
-                return self._uses(call, seen) if placement(ctx)._moved(call, CPU) is CPU else [NEITHER]
+                return self._uses(call, seen) if target is None else [NEITHER]  # (None: a dtype only)
             if method in HOST_ONLY_METHODS:
                 self._data_evidence = True
                 return [CPU_ONLY]  # `.numpy()` of a tensor not on the CPU raises
@@ -428,7 +428,7 @@ class TorchLoadWithoutMapLocation(Rule):
         move = chain[-1]
         method = move.func.attr.value
         if method == "to":
-            if placement(self.ctx)._moved(move, UNKNOWN) not in (CPU, DEVICE):
+            if placement(self.ctx).move_target(move) not in (CPU, DEVICE):
                 return False
         elif method not in ("cuda", "cpu"):
             return False
