@@ -1,13 +1,32 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
+from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._device import device_reference
-from devlint.syntax import dotted_name, find_arg, has_double_star_args, has_star_args, is_none
+from devlint.rules._kinds import MODULE
+from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
+from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
+                            name_words, string_value, walk)
 
-LOADERS = frozenset({"torch.load", "torch.serialization.load", "torch.jit.load", "torch.jit._serialization.load"})
+BOTH, CPU_ONLY, NEITHER = frozenset({"cpu", "device"}), frozenset({"cpu"}), frozenset()
+HOST_ONLY_METHODS = frozenset({"numpy"})
+HOST_METHODS = frozenset({"tolist", "item", "keys", "size", "dim", "numel", "__len__"})
+HOST_FUNCTIONS = frozenset({"len", "int", "float", "bool", "isinstance", "type"})
+COMPARISONS = frozenset({"equal", "allclose", "assert_close", "assert_allclose", "assertEqual",
+                         "isclose", "assert_equal", "assert_array_equal", "assert_array_almost_equal"})
+# Checkpoint keys that hold numbers (epochs, steps, scores), read as bookkeeping.
+BOOKKEEPING_WORDS = frozenset({"epoch", "epochs", "step", "steps", "iteration", "iter", "iters", "best", "acc",
+                               "accuracy", "loss", "lr", "score", "metric", "metrics", "args", "config", "cfg",
+                               "version", "arch", "opt", "hparams", "hyper", "params"})
+DATA_WORDS = frozenset({"vocab", "vocabulary", "voc", "cache", "cached", "data", "dataset", "feature", "features",
+                        "feats", "sample", "samples", "label", "labels", "target", "targets", "token", "tokens",
+                        "tokenizer", "dictionary", "examples", "example", "expected", "reference", "golden", "stats",
+                        "statistics", "mean", "std", "vectors", "splits", "image", "images", "mask", "masks"})
 
 
 class TorchLoadWithoutMapLocation(Rule):
@@ -36,16 +55,38 @@ class TorchLoadWithoutMapLocation(Rule):
     ```
 
     ## Fix safety
-    Adds `map_location` (or replaces an explicit `None`); **safe**: on a machine with one GPU the
-    result lives where it did before. When the loaded object goes straight into `load_state_dict(...)`,
-    directly or through a name used only that way, the fix writes `map_location="cpu"`
-    (`load_state_dict` copies into the tensors where they already live, and no GPU memory spike or
-    rank-0 pile-up happens), and so it is in data-loading code (a `Dataset` class, `__getitem__`), whose
-    tensors go to DataLoader workers and `.numpy()`; otherwise `map_location=device`. Where `device` names something that is
-    not a device, the fix is **display-only**.
+    Adds `map_location` (or replaces an explicit `None`). Without one, `torch.load` restores each
+    tensor where it was saved, so no single value keeps what every program does: `"cpu"` moves
+    GPU-saved tensors off the GPU, `device` moves CPU-saved ones onto it. The fix follows the loaded
+    value (directly, through a name it is bound to, and through string keys such as `ckpt["model"]`)
+    and is **safe**, writing `map_location="cpu"`, only when the value's device provably does not
+    matter:
+    - it goes into `load_state_dict(...)` (which copies into the tensors where they already live), of a
+      model or an optimizer;
+    - it is moved explicitly right away: `torch.load(p).to(device)`, `torch.load(p).cuda()`, or
+      `model = torch.load(p)` followed by `model.to(device)` / `model.cuda()` of a model used as one;
+    - it is read as bookkeeping (`ckpt["epoch"]`, `ckpt["best_acc"]`: numbers, and a 0-dim CPU tensor
+      mixes with CUDA ones) or turned into Python values (`.tolist()`, `.item()`, `len(...)`);
+    - it is used as CPU data, where the program ran on a GPU only if the file was saved from the CPU:
+      `.numpy()`, `np.asarray(...)`, compared with values that live on the CPU (`torch.equal(expected,
+      out)`, `(out == expected).all()`, `torch.testing.assert_close`), or fed to a model that lives on
+      the CPU;
+    - it is loaded in data-loading code (a `Dataset` class, `__getitem__`), whose tensors go to
+      DataLoader workers;
+    - it is not used at all (a local name never read, a thrown-away result).
+
+    Everywhere else (a whole model or a tensor used further, a vocabulary or cache object, a name kept
+    at module level) the fix is **unsafe**: `map_location="cpu"` where the value looks like data (a
+    use as CPU data on one path, compared, a whole model called on CPU inputs, whose forward may move
+    them to its weights; a name or path such as `vocab`, `cache`, `features`, `expected`), otherwise
+    `map_location=device`. Where `device` names something that is not a device, the fix is
+    **display-only**.
 
     ## Options
-    `--map-location auto|device|cpu` (default `auto`, as above).
+    `--map-location auto|device|cpu` (default `auto`, as above). An explicit `cpu` or `device` always
+    writes that value; the fix is safe only where that value keeps behaviour by the cases above
+    (`device` keeps it for `load_state_dict`, explicit moves and Python values, not for CPU data,
+    bookkeeping keys or data-loading code), else unsafe.
 
     ## Not flagged
     - Other loaders: `np.load(f)`, `pickle.load(f)`, `json.load(f)`, `yaml.load(f)`, `torchaudio.load(f)`,
@@ -53,6 +94,11 @@ class TorchLoadWithoutMapLocation(Rule):
     - A call that passes `**kwargs`, as in `torch.load(f, **kwargs)`: it may carry `map_location`.
     - Calls under a CUDA condition, e.g. `if torch.cuda.is_available():` (same guards as DL001).
     - `torch.hub.load_state_dict_from_url(url)`: published weights are normally saved from the CPU.
+    - A path the same file (or notebook) writes with `torch.save` from values that never went to a GPU
+      there, named by the same string or by a name bound once: `torch.save(model.state_dict(), "m.pt")`
+      of a model built and kept on the CPU, then `torch.load("m.pt")`. A save of a value that went to
+      the device (moved by .cuda() or .to(...) to anything but the CPU, a model moved in place, or
+      passed where it may be) leaves the load flagged, and so does a path that differs or cannot be told.
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -78,6 +124,12 @@ class TorchLoadWithoutMapLocation(Rule):
         "import torch\nx = torch.load(f, map_location='cpu')\n",
         "import torch\nx = torch.load(f, 'cpu')\n",
         "import torch\nx = torch.load(f, weights_only=True, map_location=device)\n",
+        # saved from the CPU in this file: the same literal path, or a name bound once
+        'import torch\nmodel = torch.nn.Linear(3, 1)\ntorch.save(model.state_dict(), "m.pt")\n'
+        'model.load_state_dict(torch.load("m.pt"))\n',
+        "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(2, 1)\n\nnet = Net()\nPATH = 'net.pth'\ntorch.save(net, PATH)\n"
+        "net = torch.load(PATH, weights_only=False)\nprint(net(torch.ones(2)))\n",
     )
     INVALID = (
         Invalid(
@@ -89,29 +141,66 @@ class TorchLoadWithoutMapLocation(Rule):
             fixed="import torch as th\nstate = th.load(path, map_location=\"cpu\")\nmodel.load_state_dict(state)\n",
         ),
         Invalid(
-            "import torch\ncheckpoint = torch.load(path, weights_only=False)\nepoch = checkpoint['epoch']\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "checkpoint = torch.load(path, weights_only=False, map_location=device)\nepoch = checkpoint['epoch']\n",
+            "import torch\ncheckpoint = torch.load(path, weights_only=False)\n"
+            "model.load_state_dict(checkpoint['model'])\nepoch = checkpoint['epoch']\n",
+            fixed="import torch\ncheckpoint = torch.load(path, weights_only=False, map_location=\"cpu\")\n"
+            "model.load_state_dict(checkpoint['model'])\nepoch = checkpoint['epoch']\n",
+        ),
+        # moved right after: where it was loaded no longer matters
+        Invalid(
+            "import torch\ndef restore(path, device):\n    return torch.load(path).to(device)\n",
+            fixed="import torch\ndef restore(path, device):\n    return torch.load(path, map_location=\"cpu\").to(device)\n",
         ),
         Invalid(
-            "from torch import load as tload\nx = tload(f, map_location=None)\n",
-            fixed='from torch import load as tload\nimport torch\n\n'
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "x = tload(f, map_location=device)\n",
+            "import torch\ndef restore(path, device, x):\n    net = torch.load(path)\n    net.to(device)\n"
+            "    return net(x.to(device))\n",
+            fixed="import torch\ndef restore(path, device, x):\n    net = torch.load(path, map_location=\"cpu\")\n"
+            "    net.to(device)\n    return net(x.to(device))\n",
         ),
+        # used as CPU data: the program ran on a GPU only if the file was saved from the CPU
         Invalid(
-            "from torch import jit\nm = jit.load('m.pt')\n",
-            fixed='from torch import jit\nimport torch\n\n'
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "m = jit.load('m.pt', map_location=device)\n",
+            "import torch\ndef read_mask(path):\n    return torch.load(path).numpy()\n",
+            fixed="import torch\ndef read_mask(path):\n    return torch.load(path, map_location=\"cpu\").numpy()\n",
         ),
-        Invalid("from torch import *\nx = torch.load(f)\n"),
         Invalid(
             "import torch\nclass Digits(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
             "        self.images = torch.load(\n            path\n        )\n",
             fixed="import torch\nclass Digits(torch.utils.data.Dataset):\n    def __init__(self, path):\n"
             "        self.images = torch.load(\n            path,\n            map_location=\"cpu\"\n        )\n",
         ),
+        # the device matters: unsafe, with the value that keeps what the name suggests
+        Invalid(
+            "import torch\ndef restore(path, device):\n    net = torch.load(path)\n    return net\n",
+            fixed="import torch\ndef restore(path, device):\n    net = torch.load(path, map_location=device)\n    return net\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\ndef read_vocab(path):\n    vocab = torch.load(path)\n    return vocab\n",
+            fixed="import torch\ndef read_vocab(path):\n    vocab = torch.load(path, map_location=\"cpu\")\n    return vocab\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "from torch import load as tload\nx = tload(f, map_location=None)\n",
+            fixed='from torch import load as tload\nimport torch\n\n'
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = tload(f, map_location=device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "from torch import jit\nm = jit.load('m.pt')\n",
+            fixed='from torch import jit\nimport torch\n\n'
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "m = jit.load('m.pt', map_location=device)\n",
+            unsafe=True,
+        ),
+        # saved from a model that went to the GPU: still flagged
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(3, 1).cuda()\ntorch.save(model.state_dict(), 'm.pt')\n"
+            "model.load_state_dict(torch.load('m.pt'))\n",
+            fixed="import torch\nmodel = torch.nn.Linear(3, 1).cuda()\ntorch.save(model.state_dict(), 'm.pt')\n"
+            "model.load_state_dict(torch.load('m.pt', map_location=\"cpu\"))\n",
+        ),
+        Invalid("from torch import *\nx = torch.load(f)\n"),
         Invalid("import torch\nx = torch.serialization.load(f, None)\n"),
     )
 
@@ -142,12 +231,17 @@ class TorchLoadWithoutMapLocation(Rule):
             return
         if not (self.ctx.qualified_names(func) & LOADERS):
             return
+        path = find_arg(node, "f", 0)
+        if path is not None and placement(self.ctx).saved_on_cpu(path.value):
+            return  # this file wrote it from values on the CPU: it loads anywhere
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
+        keeps = self._keeping_values(call)
         choice = self.ctx.options.map_location
         if choice == "auto":
-            choice = "cpu" if self._feeds_load_state_dict(call) or self._in_dataset(call) else "device"
+            choice = "cpu" if "cpu" in keeps or self._cpu_data(call) else "device"
+        applicability = Applicability.SAFE if choice in keeps else Applicability.UNSAFE
         needs_definition = False
         if choice == "cpu":
             value = '"cpu"'
@@ -161,7 +255,218 @@ class TorchLoadWithoutMapLocation(Rule):
             edit = self.replace(given.value, value)
         else:
             edit = self.replace(call, self.ctx.code(self._with_keyword(call, value), call))
-        return self.fix(title, Applicability.SAFE, edit, needs_device=needs_definition)
+        return self.fix(title, applicability, edit, needs_device=needs_definition)
+
+    # -- which map_location keeps what the program does --------------------------------------------
+    def _keeping_values(self, call: cst.Call) -> frozenset:
+        """The map_location values ("cpu", "device") under which every use of the loaded value behaves as
+        it did without one (each tensor restored where it was saved). Sets `_data_evidence` when a use
+        treats it as data (compared, turned into numpy, called on CPU inputs)."""
+        self._data_evidence = False
+        if self._in_dataset(call):
+            return CPU_ONLY  # data-loading code hands CPU tensors to DataLoader workers
+        keeps = BOTH
+        for use in self._uses(call, set()):
+            keeps = keeps & use
+            if not keeps:
+                break
+        return keeps
+
+    def _uses(self, expr: cst.CSTNode, seen: set) -> list[frozenset]:
+        """For each use of the value of `expr`, the map_location values that keep its behaviour."""
+        ctx = self.ctx
+        parent = ctx.parent(expr)
+        if isinstance(parent, cst.Attribute) and parent.value is expr:
+            call = ctx.parent(parent)
+            method = parent.attr.value
+            if not (isinstance(call, cst.Call) and call.func is parent):
+                return [BOTH] if method in ("shape", "dtype", "ndim") else [NEITHER]
+            if method in ("cuda", "cpu"):
+                return [BOTH]  # moved explicitly: where it was loaded no longer matters
+            if method == "to":
+                target = placement(ctx).move_target(call)
+                if target in (CPU, DEVICE):
+                    return [BOTH]
+                return self._uses(call, seen) if target is None else [NEITHER]  # (None: a dtype only)
+            if method in HOST_ONLY_METHODS:
+                self._data_evidence = True
+                return [CPU_ONLY]  # `.numpy()` of a tensor not on the CPU raises
+            if method in HOST_METHODS:
+                return [BOTH]  # the same Python values wherever the tensor is
+            if method == "get" and call.args and string_value(call.args[0].value) is not None:
+                return self._keyed(call, string_value(call.args[0].value), seen)
+            if method in KEEPING_METHODS:
+                return self._uses(call, seen)
+            return [NEITHER]
+        if isinstance(parent, cst.Subscript) and parent.value is expr:
+            elements = parent.slice
+            key = string_value(elements[0].slice.value) if len(elements) == 1 and isinstance(
+                elements[0].slice, cst.Index) else None
+            return self._keyed(parent, key, seen) if key is not None else self._uses(parent, seen)
+        if isinstance(parent, cst.Arg) and parent.value is expr:
+            return [self._as_argument(parent)]
+        if isinstance(parent, cst.Call) and parent.func is expr:
+            # a whole loaded model called on CPU inputs: saved on the CPU, unless its forward moves its
+            # inputs to where its weights are (then "cpu" would run it on the CPU): unsafe, with "cpu"
+            inputs = [placement(ctx).of(a.value) for a in parent.args]
+            self._data_evidence |= bool(inputs) and all(p is CPU for p in inputs)
+            return [NEITHER]
+        if isinstance(parent, cst.Comparison):
+            return [self._compared(parent, expr)]
+        if isinstance(parent, cst.ComparisonTarget) and parent.comparator is expr:
+            return [self._compared(ctx.parent(parent), expr)]
+        if isinstance(parent, cst.Expr):
+            return []  # the value is thrown away
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
+            return self._bound_uses(parent, seen)
+        return [NEITHER]
+
+    def _keyed(self, node: cst.CSTNode, key: str, seen: set) -> list[frozenset]:
+        """`ckpt["epoch"]`: bookkeeping keys hold numbers (a 0-dim CPU tensor mixes with CUDA ones)."""
+        if set(name_words(key)) & BOOKKEEPING_WORDS:
+            return [CPU_ONLY]
+        return self._uses(node, seen)
+
+    def _as_argument(self, arg: cst.Arg) -> frozenset:
+        ctx = self.ctx
+        call = ctx.parent(arg)
+        if not isinstance(call, cst.Call):
+            return NEITHER
+        names = ctx.qualified_names(call.func) | {dotted_name(call.func) or ""}
+        if call.args[0] is arg and any(n.endswith("load_state_dict") for n in names):
+            return BOTH  # copied into the parameters where they already live
+        if any(n.startswith(("numpy.", "np.")) for n in names):
+            self._data_evidence = True
+            return CPU_ONLY  # numpy converts it: a tensor not on the CPU raises
+        if names & HOST_FUNCTIONS:
+            return BOTH
+        if any(n.rsplit(".", 1)[-1] in COMPARISONS for n in names):
+            self._data_evidence = True  # an expected value, compared
+            others = [a.value for a in call.args if a is not arg and a.keyword is None]
+            if others and all(placement(ctx).of(o) is CPU for o in others):
+                return CPU_ONLY  # compared with CPU values: it ran only if the loaded value was on the CPU too
+            return NEITHER
+        if ctx.kinds.of(call.func) is MODULE and placement(ctx).of(call.func) is CPU:
+            return CPU_ONLY  # the input of a model that lives on the CPU
+        return NEITHER
+
+    def _compared(self, comparison: cst.Comparison, expr: cst.CSTNode) -> frozenset:
+        operands = [comparison.left] + [c.comparator for c in comparison.comparisons]
+        if any(isinstance(c.operator, (cst.In, cst.NotIn)) for c in comparison.comparisons):
+            return BOTH if expr is not comparison.left else NEITHER  # `"model" in ckpt`
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in comparison.comparisons):
+            return BOTH
+        others = [o for o in operands if o is not expr]
+        self._data_evidence = True
+        if others and all(placement(self.ctx).of(o) is CPU for o in others):
+            return CPU_ONLY
+        return NEITHER
+
+    def _bound_uses(self, statement: cst.CSTNode, seen: set) -> list[frozenset]:
+        """Uses through the name the statement binds (`ckpt = torch.load(p)`)."""
+        target = statement.targets[0].target if isinstance(statement, cst.Assign) and len(
+            statement.targets) == 1 else getattr(statement, "target", None)
+        if not isinstance(target, cst.Name):
+            return [NEITHER]  # an attribute or several targets: uses we do not follow
+        if target in seen:
+            return []
+        seen.add(target)
+        scope = self.ctx.scope(target)
+        if scope is None:
+            return [NEITHER]
+        if self._moved_next(statement, target.value):
+            return [BOTH]
+        rebound = self._rebound_after(statement, target.value)
+        uses: list[frozenset] = []
+        for assignment in scope.assignments[target.value]:
+            if assignment.node is not target:
+                continue
+            if not assignment.references and scope is scope.globals:
+                return [NEITHER]  # a module-level name may be read by other modules
+            for access in assignment.references:
+                position = self.ctx.positions.get(access.node)
+                if rebound is not None and position is not None and (position.start.line, position.start.column) > rebound:
+                    continue  # after a later `name = ...` in the same block: another value
+                uses.extend(self._uses(access.node, seen))
+        return uses
+
+    def _rebound_after(self, statement: cst.CSTNode, name: str) -> tuple[int, int] | None:
+        """Where the first later statement of the same block that binds `name` ends."""
+        for later in self._following(statement):
+            if not isinstance(later, cst.SimpleStatementLine):
+                break  # (a compound statement may bind it on one path only)
+            for small in later.body:
+                if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                    if any(n.value == name for t in targets for n in target_names(t)):
+                        end = self.ctx.positions[small].end
+                        return (end.line, end.column)
+        return None
+
+    def _following(self, statement: cst.CSTNode) -> list[cst.CSTNode]:
+        line = self.ctx.parent(statement)
+        block = self.ctx.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
+        body = list(getattr(block, "body", ()))
+        index = next((i for i, s in enumerate(body) if s is line), None)
+        return [] if index is None else body[index + 1:]
+
+    def _moved_next(self, statement: cst.CSTNode, name: str) -> bool:
+        """`model = torch.load(p)` followed by `model.to(device)` / `model.cuda()` (a module, moved in place)."""
+        following = self._following(statement)
+        if not following or not isinstance(following[0], cst.SimpleStatementLine):
+            return False
+        small = following[0].body[0]
+        if not isinstance(small, cst.Expr):
+            return False
+        chain = []
+        node = small.value
+        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            chain.append(node)
+            node = node.func.value
+        if not (isinstance(node, cst.Name) and node.value == name and chain):
+            return False
+        move = chain[-1]
+        method = move.func.attr.value
+        if method == "to":
+            if placement(self.ctx).move_target(move) not in (CPU, DEVICE):
+                return False
+        elif method not in ("cuda", "cpu"):
+            return False
+        # a tensor's `t.to(device)` would be thrown away: only a module (used as one) moves in place
+        module_methods = {"eval", "train", "parameters", "named_parameters", "modules", "children", "state_dict"}
+        if any(c.func.attr.value in module_methods for c in chain[:-1]):
+            return True
+        return self._used_as_module(statement, name)
+
+    def _used_as_module(self, statement: cst.CSTNode, name: str) -> bool:
+        for later in self._following(statement):
+            for node in _names_in(later, name):
+                parent = self.ctx.parent(node)
+                if isinstance(parent, cst.Call) and parent.func is node:
+                    return True
+                if isinstance(parent, cst.Attribute) and parent.attr.value in (
+                    "eval", "train", "parameters", "named_parameters", "modules", "children", "forward"
+                ):
+                    return True
+        return False
+
+    def _cpu_data(self, call: cst.Call) -> bool:
+        """Is the loaded value data (a vocabulary, a cache, an expected output) rather than a checkpoint?"""
+        words: set[str] = set()
+        parent = self.ctx.parent(call)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            for target in targets:
+                last = last_component(target)
+                if last:
+                    words.update(name_words(last))
+        path = find_arg(call, "f", 0)
+        if path is not None:
+            text = string_value(path.value)
+            last = last_component(path.value)
+            for part in re.split(r"[^A-Za-z0-9]+", text or last or ""):
+                words.update(name_words(part))
+        return bool(words & DATA_WORDS) or self._data_evidence
 
     @staticmethod
     def _with_keyword(call: cst.Call, value: str) -> cst.Call:
@@ -196,40 +501,9 @@ class TorchLoadWithoutMapLocation(Rule):
                 return True
         return False
 
-    def _feeds_load_state_dict(self, call: cst.Call) -> bool:
-        if self._is_load_state_dict_argument(call):
-            return True
-        parent = self.ctx.parent(call)
-        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1
-                and isinstance(parent.targets[0].target, cst.Name)):
-            return False
-        target = parent.targets[0].target
-        scope = self.ctx.scope(target)
-        if scope is None:
-            return False
-        references = [
-            access for assignment in scope.assignments[target.value] if assignment.node is target
-            for access in assignment.references
-        ]
-        return bool(references) and all(self._is_load_state_dict_argument(a.node) for a in references)
 
-    def _is_load_state_dict_argument(self, node: cst.CSTNode) -> bool:
-        """`node` (possibly subscripted: `ckpt["model"]`) is the first argument of `.load_state_dict(...)`."""
-        child = node
-        parent = self.ctx.parent(child)
-        while isinstance(parent, (cst.Subscript, cst.SubscriptElement, cst.Index)):
-            if isinstance(parent, cst.Subscript) and child is not parent.value:
-                return False
-            child, parent = parent, self.ctx.parent(parent)
-        if not isinstance(parent, cst.Arg):
-            return False
-        call = self.ctx.parent(parent)
-        return (
-            isinstance(call, cst.Call)
-            and call.args
-            and call.args[0] is parent
-            and (dotted_name(call.func) or "").endswith("load_state_dict")
-        )
+def _names_in(root: cst.CSTNode, name: str) -> list[cst.Name]:
+    return [node for node, _ in walk(root) if isinstance(node, cst.Name) and node.value == name]
 
 
 def _code(node: cst.CSTNode) -> str:
