@@ -232,7 +232,8 @@ def test_readme_ci_recipe_installs_from_the_repository():
 
 
 def test_show_fixes_prints_a_grouped_block_on_stdout(tmp_path):
-    (tmp_path / "a.py").write_text(BUGGY + "y = torch.ones(2).cuda()\nz = torch.load('m.pt')\n")
+    (tmp_path / "a.py").write_text(BUGGY + "y = torch.ones(2).cuda()\n"
+                                   "torch.nn.Linear(2, 2).load_state_dict(torch.load('m.pt'))\n")
     proc = devlint("a.py", "--fix", "--show-fixes", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ("Fixed 3 errors:\n"

@@ -128,7 +128,7 @@ def test_fix_changes_only_the_sources_of_code_cells(tmp_path):
 
 def test_fix_result_carries_texts_and_remaining_findings_in_fixed_coordinates():
     data = notebook("import torch.nn as nn", "import torch\nm = nn.Linear(2, 2).cuda()\n"
-                    "x = torch.load('a.pt')\ny = torch.ones(2, device='cuda:1')")
+                    "m.load_state_dict(torch.load('a.pt'))\ny = torch.ones(2, device='cuda:1')")
     result = check_notebook("nb.ipynb", data, FIX)
     assert result.original_source == data.decode() and result.fixed_source is not None
     assert [(f.code, f.cell) for f in result.applied] == [("DL001", 2), ("DL002", 2)]
