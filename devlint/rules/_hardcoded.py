@@ -419,8 +419,17 @@ def is_torch_call(ctx: FileContext, call: cst.Call, arg: cst.Arg) -> bool:
     names = ctx.qualified_names(func)
     if names and all(name.split(".")[0] in _TORCH_PACKAGES for name in names):
         return True
+    root = (dotted_name(func) or "").split(".")[0]
+    if names and root and not ctx.binds(root) and _star_imports_torch(ctx):
+        return True  # `from torch import *` then `ones(2, device="cuda")`
     return isinstance(func, cst.Attribute) and func.attr.value in _DEVICE_METHODS and not ctx.is_imported_module(
         func.value)
+
+
+def _star_imports_torch(ctx: FileContext) -> bool:
+    return any(isinstance(node.names, cst.ImportStar) and not node.relative and node.module is not None
+               and (dotted_name(node.module) or "").split(".")[0] in _TORCH_PACKAGES
+               for node in ctx.nodes(cst.ImportFrom))
 
 
 def _local_function_feeds(ctx: FileContext, call: cst.Call, arg: cst.Arg, seen: frozenset) -> bool:
