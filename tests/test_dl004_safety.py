@@ -302,3 +302,14 @@ def test_unsafe_fixes_keep_the_output_on_a_two_gpu_virtual_machine_and_run_witho
     hidden = run("prog.py", CUDA_VISIBLE_DEVICES="")
     assert hidden.returncode == 0, hidden.stderr
     assert hidden.stdout.split() == ["2", "0", "False", "3.0", "True"]
+
+
+def test_handing_a_device_through_many_functions_is_bounded():
+    # each function calls the next three times: following every path unbounded would take 3**30 steps
+    chain = "".join(f"def f{i}(x, d):\n    f{i + 1}(x, d)\n    f{i + 1}(x, d)\n    return f{i + 1}(x, d)\n"
+                    for i in range(30))
+    source = "import torch\n" + chain + "def f30(x, d):\n    return x\n" + 'y = f0(1, torch.device("cuda"))\n'
+    assert dl004(source) == []
+    through_three = ("import torch\ndef a(x, d):\n    return b(x, d)\ndef b(x, d):\n    return c(x, d)\n"
+                     "def c(x, d):\n    return x.to(d)\ny = a(1, torch.device('cuda'))\n")
+    assert len(dl004(through_three)) == 1

@@ -432,7 +432,14 @@ def _star_imports_torch(ctx: FileContext) -> bool:
                for node in ctx.nodes(cst.ImportFrom))
 
 
+# How many functions of the file a device may be handed through before it reaches torch (the search
+# follows every path, so it is bounded, not memoised: each answer depends on the call alone).
+_MAX_HANDOVERS = 3
+
+
 def _local_function_feeds(ctx: FileContext, call: cst.Call, arg: cst.Arg, seen: frozenset) -> bool:
+    if len(seen) >= _MAX_HANDOVERS:
+        return False
     func = call.func
     definitions: list[tuple[cst.FunctionDef, bool]] = []  # (function, bound: its first parameter is self)
     if isinstance(func, cst.Name):
