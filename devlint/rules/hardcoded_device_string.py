@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 
 import libcst as cst
@@ -7,8 +8,8 @@ import libcst as cst
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._hardcoded import (
-    CudaLiteral, cuda_literal, in_comparison, is_alternative, is_last_word_device, qualified, replace_with_device,
-    torch_name,
+    CudaLiteral, cuda_literal, feeds_torch, in_comparison, is_torch_call, inside_cuda_method, is_alternative, is_last_word_device,
+    loop_variable_index, names_several_gpus, qualified, replace_with_device, simulates_gpu, torch_name,
 )
 from devlint.rules.torch_load_without_map_location import LOADERS
 from devlint.syntax import dotted_name, find_arg, last_component
@@ -21,17 +22,23 @@ _SET_DEFAULT_DEVICE = frozenset({"torch.set_default_device"})
 class HardcodedDeviceString(Rule):
     """
     ## What it does
-    Flags a literal `"cuda"` or `"cuda:N"` (or `torch.device("cuda...")`) given as a device:
-    `x.to("cuda")`, `device="cuda"` and `map_location="cuda:0"` in any call, the second argument of
-    `torch.load`, `map_location=lambda storage, loc: storage.cuda()`, `torch.set_default_device("cuda")`,
-    a `torch.device("cuda")` built without an availability check, and a variable named like a device
-    (`device = "cuda"`, `self.device = "cuda:0"`) bound to such a literal once and for all.
+    Flags a literal `"cuda"` or `"cuda:N"` (or `torch.device("cuda...")`) given to torch as a device:
+    `x.to("cuda")`, `device="cuda"` of a torch function, class or tensor/module method
+    (`torch.zeros(3, device="cuda")`, `nn.Linear(2, 2, device="cuda")`, `x.new_zeros(2, device="cuda")`),
+    or of a function or class of this file that hands its argument to torch, `map_location="cuda:0"` in
+    any call, the second argument of `torch.load`, `map_location=lambda storage, loc: storage.cuda()`,
+    `torch.set_default_device("cuda")`, a `torch.device("cuda")` built without an availability check,
+    and a variable named like a device (`device = "cuda"`, `self.device = "cuda:0"`) bound to such a
+    literal once and for all. Constructing `torch.device("cuda:0")` works without CUDA; *using* it
+    (allocating, moving, loading there) is what fails.
 
     On by default: on the test corpus (mmcv, fairseq, NeMo, PyTorch-GAN, pytorch/examples, nanoGPT and
     two tutorials) it reports 80 literals, and in a sample of 20 every one is a device that fails
     without CUDA (6 of them in code that only runs on GPUs anyway: Megatron, NCCL broadcasts, TensorRT
     tests, as with DL001). Lightning's `MixedPrecisionPlugin(..., device="cuda")` (a device type, 42
-    findings) and test parameters skipped without CUDA were false positives of a first version.
+    findings) and test parameters skipped without CUDA were false positives of a first version; devices
+    handed to mocks and test helpers, `.type` comparisons, per-GPU device lists and `device=` of other
+    packages (55 of 152 findings on Lightning, NeMo, stable-baselines3, OpenNMT-py and timm) of a second.
 
     ## Why is this bad?
     A device named in a string is as hard-coded as `.cuda()`: `torch.zeros(3, device="cuda")` raises
@@ -54,17 +61,26 @@ class HardcodedDeviceString(Rule):
     ```
 
     ## Fix safety
-    A literal given as a device becomes `device`: a device already bound in scope, or one module-level
-    definition the fixer inserts after the imports (as for DL001). This is **safe** for `"cuda"` and
-    `"cuda:0"`: on a machine with one GPU the same device is used. For `"cuda:N"` with N > 0,
-    `f"cuda:{rank}"` or `torch.device("cuda", rank)` the rewrite drops which GPU was meant, so it is
-    **unsafe**. A definition bound once (`device = "cuda"`, `gpu = torch.device("cuda:1")`) instead gets
-    a CPU fallback, `device = "cuda" if torch.cuda.is_available() else "cpu"` or
+    A literal given as a device becomes `device`: a device already bound in scope, or one definition the
+    fixer inserts (see `_device.py`). This is **safe** for `"cuda"` and `"cuda:0"` given to torch: on a
+    machine with one GPU the same device is used. It is **unsafe** for `"cuda:N"` with N > 0 (the rewrite
+    drops which GPU was meant), and for a string given to a function of this file (`make(x,
+    device="cuda")`: the function then gets a `torch.device`, which compares differently from the
+    string, `device == "cuda"` is False). It is **display-only** where the rewrite would make devices
+    equal that the code keeps apart: an index computed at run time (`f"cuda:{rank}"`,
+    `torch.device("cuda", local_rank)`: a multi-GPU code path, every rank would get one device), and
+    two different literal devices in one statement (`[torch.device("cuda:0"), torch.device("cuda:1")]`,
+    `{torch.device("cuda:0"): a, torch.device("cuda:1"): b}`), even with `--unsafe-fixes`.
+
+    A definition bound once (`device = "cuda"`, `gpu = torch.device("cuda:1")`) instead gets a CPU
+    fallback, `device = "cuda" if torch.cuda.is_available() else "cpu"` or
     `torch.device("cuda:1" if torch.cuda.is_available() else "cpu")`, which keeps the index: **safe**
-    for `"cuda"` and `"cuda:0"`, **unsafe** for another index (code that tells `cuda:0` and `cuda:1`
-    apart, say as dictionary keys, would see both become the CPU where it used to run). Where `device`
-    names something that is not a device (say, the string `"cuda"` itself) or torch is not imported,
-    the fix is **display-only**.
+    for `"cuda"` and `"cuda:0"`, **unsafe** for another index or a computed one, and **display-only**
+    where the function (or the module-level code) names several GPU indices, `"cuda"` counting as 0
+    (`device_0 = torch.device("cuda:0")`, `device_1 = torch.device("cuda:1")` would both become the
+    CPU, and a cache keyed by device would see one key).
+    Where `device` names something that is not a device (say, the string `"cuda"` itself) or torch is
+    not imported, the fix is **display-only**.
 
     ## Not flagged
     - The device-agnostic choice itself: `"cuda" if torch.cuda.is_available() else "cpu"`,
@@ -74,8 +90,31 @@ class HardcodedDeviceString(Rule):
       `pytest.param(torch.device("cuda"), marks=pytest.mark.skipif(not torch.cuda.is_available(), ...))`.
     - Test parameters in a decorator: `@pytest.mark.parametrize("device", [torch.device("cpu"), torch.device("cuda")])`
       (whether the test skips the CUDA case is not visible).
-    - Comparisons and tests: `x.device == torch.device("cuda")`, `device.type == "cuda"`,
-      `"cuda" in str(device)`.
+    - Questions about a device, which construct it but never use it: comparisons
+      `x.device == torch.device("cuda")`, `device.type == "cuda"`, `d.type == th.device("cuda").type`,
+      `str(x.device) == "cuda:0"`, `d in (torch.device("cuda:0"), torch.device("cuda:1"))`,
+      `"cuda" in str(device)`; reading `.type` or `.index` of one (`torch.device("cuda:1").index`);
+      assertions `self.assertEqual(x.device, torch.device("cuda"))`,
+      `m.to.assert_called_with(torch.device("cuda", 1))`.
+    - One device per GPU, enumerated: `[torch.device("cuda", i) for i in ids]`,
+      `for i in range(n): outs.append(x.to(f"cuda:{i}"))` (over `range(torch.cuda.device_count())` the
+      list is empty without CUDA; a single `device` would give every rank the same GPU). Strings built
+      otherwise (`"cuda:%d" % i`, `"cuda:" + str(i)`) are not read as devices.
+    - Code inside a `def cuda(self, ...)` override: it implements `.cuda()` itself (DL001 exempts it too).
+    - Code written to pretend to be on a GPU: a device handed to a mock or patch
+      (`mock.patch(..., return_value=torch.device("cuda"))`, `MagicMock(device="cuda")`,
+      `monkeypatch.setattr(obj, "device", torch.device("cuda"))`), set on another object
+      (`model.device = torch.device("cuda")`, `m.return_value = torch.device("cuda")`), anything inside a
+      function named fake, mock, stub, pretend, simulate or spoof (`def fake_device():`) or a class that
+      is not a torch module named so or dummy (`class DummyAccelerator:`), and the device that the
+      `device` property or a `get_device` method of a class that is not a torch module returns
+      (`def device(self): return torch.device("cuda")` of a stand-in tensor or batch).
+    - `device=` of a call that is not torch's: another package (`ctranslate2.Generator(path,
+      device="cuda")` takes a string; `transformers.pipeline(..., device="cuda")`, numba, cupy, jax,
+      onnxruntime, `SimpleNamespace(device="cuda")`), a call whose target the file does not show
+      (`trainer.strategy.batch_to_device(batch, torch.device("cuda:0"))`, `build(cfg, device="cuda")`
+      imported from the project), and a function of this file that does not give the argument to torch
+      (`describe(device="cuda")`).
     - Defaults the caller can override: `def run(device="cuda"):`, a config field
       `device: str = "cuda"`, `parser.add_argument("--device", default="cuda")`.
     - A device variable that is re-bound elsewhere, e.g. `device = "cuda"` followed by
@@ -94,7 +133,7 @@ class HardcodedDeviceString(Rule):
 
     code = "DL004"
     name = "hardcoded-device-string"
-    message = "hard-coded CUDA device: it fails without CUDA; use a `device` chosen at run time"
+    message = "hard-coded CUDA device: using it fails without CUDA; use a `device` chosen at run time"
 
     VALID = (
         'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
@@ -125,6 +164,38 @@ class HardcodedDeviceString(Rule):
         'def test(device):\n    pass\n',
         'import torch\nstate = torch.load(f, map_location={"cuda:1": "cuda:0"})\n',
         'import torch\ncpu = torch.device("cpu")\nx = x.to("mps")\n',
+        # questions about a device
+        'import torch as th\ndef on_gpu(d):\n    return d.type == th.device("cuda").type\n',
+        'import torch\nok = str(x.device) == "cuda:0"\nhit = d in (torch.device("cuda:0"), torch.device("cuda:1"))\n'
+        'second = torch.device("cuda:1").index\n',
+        'import torch, unittest\nclass T(unittest.TestCase):\n    def test(self):\n'
+        '        self.assertEqual(x.device, torch.device("cuda"))\n'
+        '        m.to.assert_called_with(torch.device("cuda", 1))\n',
+        # one device per GPU
+        'import torch\ndef devices(ids):\n    return [torch.device("cuda", i) for i in ids]\n'
+        'every = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]\n',
+        'import torch\nouts = []\nfor i in range(n):\n    outs.append(x.to(f"cuda:{i}"))\n',
+        'import torch\ny = x.to("cuda:%d" % i)\nz = x.to("cuda:" + str(i))\n',
+        # an override of `.cuda()`
+        'import torch\nclass Table:\n    def cuda(self, device=None):\n'
+        '        self.buf = self.buf.to(torch.device("cuda"))\n        return super().cuda()\n',
+        # pretending to be on a GPU
+        'import torch\nfrom unittest import mock\nfrom unittest.mock import MagicMock\n'
+        'with mock.patch("m.get", return_value=torch.device("cuda")):\n    pass\n'
+        'm = MagicMock(device="cuda")\ndef test(monkeypatch):\n'
+        '    monkeypatch.setattr(obj, "device", torch.device("cuda"))\n',
+        'import torch\nmodel.device = torch.device("cuda")\nm.return_value = torch.device("cuda")\n',
+        'import torch\ndef fake_device():\n    return torch.device("cuda")\nclass DummyAccelerator:\n'
+        '    def setup(self):\n        self.root = torch.zeros(1, device="cuda")\n',
+        'import torch\nclass Batch:\n    @property\n    def device(self):\n        return torch.device("cuda")\n'
+        '    def get_device(self):\n        return torch.device("cuda:0")\n',
+        # `device=` of something else than torch
+        'import torch\nimport ctranslate2\nimport transformers\nfrom types import SimpleNamespace\n'
+        'g = ctranslate2.Generator(path, device="cuda")\np = transformers.pipeline("fill-mask", device="cuda")\n'
+        'ns = SimpleNamespace(device="cuda")\n',
+        'import torch\nbatch = trainer.strategy.batch_to_device(batch, torch.device("cuda:0"))\n',
+        'import torch\nfrom .builders import build\nm = build(cfg, device="cuda")\n',
+        'import torch\ndef describe(device):\n    return f"on {device}"\nprint(describe(device="cuda"))\n',
     )
     INVALID = (
         Invalid(
@@ -171,8 +242,7 @@ class HardcodedDeviceString(Rule):
         ),
         Invalid(
             'import torch\ndevice_0 = torch.device("cuda:0")\ndevice_1 = torch.device("cuda:1")\n',
-            fixed='import torch\ndevice_0 = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n'
-            'device_1 = torch.device("cuda:1" if torch.cuda.is_available() else "cpu")\n',
+            fixed='import torch\ndevice_0 = torch.device("cuda:0")\ndevice_1 = torch.device("cuda:1")\n',
             unsafe=True,
             count=2,
         ),
@@ -197,6 +267,34 @@ class HardcodedDeviceString(Rule):
             count=2,
         ),
         Invalid(
+            'import torch\ndef make(n, device):\n    return torch.zeros(n, device=device)\n'
+            'def run(device):\n    return make(3, device="cuda")\n',
+            fixed='import torch\ndef make(n, device):\n    return torch.zeros(n, device=device)\n'
+            'def run(device):\n    return make(3, device=device)\n',
+            unsafe=True,
+        ),
+        Invalid(
+            'import torch\nclass Runner:\n    def __init__(self, device):\n        self.device = torch.device(device)\n'
+            'def main(device):\n    return Runner(torch.device("cuda"))\n',
+            fixed='import torch\nclass Runner:\n    def __init__(self, device):\n        self.device = torch.device(device)\n'
+            'def main(device):\n    return Runner(device)\n',
+        ),
+        Invalid(
+            'import torch\ndef shard(x, local_rank):\n    return x.to(torch.device("cuda", local_rank))\n',
+            fixed='import torch\ndef shard(x, local_rank):\n    return x.to(torch.device("cuda", local_rank))\n',
+            unsafe=True,
+        ),
+        Invalid(
+            'import torch\ncache = {torch.device("cuda:0"): a, torch.device("cuda:1"): b}\n',
+            fixed='import torch\ncache = {torch.device("cuda:0"): a, torch.device("cuda:1"): b}\n',
+            unsafe=True,
+            count=2,
+        ),
+        Invalid(
+            'import torch\nimport torch.nn as nn\nclass Net(nn.Module):\n    @property\n    def device(self):\n'
+            '        return torch.device("cuda")\n',
+        ),
+        Invalid(
             'import torch\ndef f(x):\n    return x.to(device="cuda", dtype=torch.float16)\n',
             fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "def f(x):\n    return x.to(device=device, dtype=torch.float16)\n",
@@ -217,7 +315,7 @@ class HardcodedDeviceString(Rule):
         for arg in node.args:
             if arg.keyword is None or arg.keyword.value not in _DEVICE_KEYWORDS:
                 continue
-            if arg.keyword.value == "device" and _names_a_device_type(func):
+            if arg.keyword.value == "device" and not self._gives_to_torch(node, arg):
                 continue
             if cuda_literal(arg.value) is not None:
                 self._literal(arg.value)
@@ -251,15 +349,43 @@ class HardcodedDeviceString(Rule):
 
     # -- checks --------------------------------------------------------------------------------------
     def _skipped(self, node: cst.CSTNode) -> bool:
-        return is_alternative(self.ctx, node) or in_comparison(self.ctx, node) or self.ctx.guards.is_guarded(node)
+        return (is_alternative(self.ctx, node) or in_comparison(self.ctx, node) or inside_cuda_method(self.ctx, node)
+                or simulates_gpu(self.ctx, node) or self.ctx.guards.is_guarded(node))
+
+    def _gives_to_torch(self, call: cst.Call, arg: cst.Arg) -> bool:
+        if arg.keyword is not None and arg.keyword.value == "device" and _names_a_device_type(call.func):
+            return False
+        return feeds_torch(self.ctx, call, arg)
 
     def _literal(self, node: cst.BaseExpression) -> None:
         literal = cuda_literal(node)
         if literal is None or self._skipped(node):
             return
+        if literal.computed and loop_variable_index(self.ctx, node):
+            return  # one device per GPU, enumerated
         text = self.ctx.code(node)
-        self.report(node, self._message(text),
-                    replace_with_device(self, node, f"Replace `{text}` with `device`", literal.names_a_gpu))
+        self.report(node, self._message(text), self._rewrite(node, f"Replace `{text}` with `device`", literal))
+
+    def _rewrite(self, node: cst.CSTNode, title: str, literal: CudaLiteral):
+        """Replace a device with the run-time `device`, unless that would make devices equal that differ."""
+        if literal.computed:
+            return self.display_only(f"{title} (the GPU index is computed: every rank or GPU would get one device)")
+        if names_several_gpus(self.ctx, node):
+            return self.display_only(f"{title} (the code tells several GPUs apart: they would become one device)")
+        if not isinstance(node, cst.Call) and self._given_to_own_function(node):
+            # `make(x, device="cuda")`: the function of this file gets a `torch.device` instead of a string,
+            # which compares differently (`device == "cuda"`, `"cuda" in device`)
+            fix = replace_with_device(self, node, title, literal.names_a_gpu)
+            if fix.applicability is Applicability.SAFE:
+                fix = dataclasses.replace(fix, applicability=Applicability.UNSAFE,
+                                          title=f"{title} (the function gets a torch.device, not a string)")
+            return fix
+        return replace_with_device(self, node, title, literal.names_a_gpu)
+
+    def _given_to_own_function(self, node: cst.CSTNode) -> bool:
+        arg = self.ctx.parent(node)
+        call = self.ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        return isinstance(call, cst.Call) and not is_torch_call(self.ctx, call, arg)
 
     def _lambda(self, node: cst.Lambda) -> None:
         body = node.body
@@ -274,7 +400,7 @@ class HardcodedDeviceString(Rule):
         literal = CudaLiteral(None) if index is None else _index_literal(index.value)
         title = "Replace the lambda with `device`"
         self.report(node, "`map_location` moves every tensor to CUDA: it fails without CUDA; use `map_location=device`",
-                    replace_with_device(self, node, title, literal.names_a_gpu))
+                    self._rewrite(node, title, literal))
 
     def _torch_device(self, call: cst.Call) -> None:
         kind = find_arg(call, "type", 0)
@@ -288,15 +414,35 @@ class HardcodedDeviceString(Rule):
         index = find_arg(call, "index", 1)
         if index is not None:
             literal = _index_literal(index.value)
-        parent = self.ctx.parent(call)
-        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is call:
-            targets = parent.targets if isinstance(parent, cst.Assign) else [parent]
-            if len(targets) == 1:
+        if literal.computed and loop_variable_index(self.ctx, call):
+            return  # `[torch.device("cuda", i) for i in ids]`: one device per GPU, enumerated
+        top, holder = self._holder(call)
+        if isinstance(holder, cst.Arg):
+            consumer = self.ctx.parent(holder)
+            if not (isinstance(consumer, cst.Call) and self._gives_to_torch(consumer, holder)):
+                return  # handed to something else than torch: a mock, a test helper, another package
+        elif isinstance(holder, (cst.Assign, cst.AnnAssign)) and holder.value is top:
+            targets = holder.targets if isinstance(holder, cst.Assign) else [holder]
+            if len(targets) != 1 or _is_config_field(targets[0].target):
+                return  # `model.device = torch.device("cuda")`: set on another object (a setting, a test double)
+            if top is call:
                 self._definition(targets[0].target, call, checked=True, names_a_gpu=literal.names_a_gpu)
-            return
+                return
         text = self.ctx.code(call)
-        self.report(call, self._message(text),
-                    replace_with_device(self, call, f"Replace `{text}` with `device`", literal.names_a_gpu))
+        self.report(call, self._message(text), self._rewrite(call, f"Replace `{text}` with `device`", literal))
+
+    def _holder(self, node: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode | None]:
+        """(the list/tuple/set or lambda holding `node`, or `node`; what holds that): `[torch.device("cuda", 0)]`
+        and `property(lambda self: torch.device("cuda"))` -> the Arg they are given as."""
+        top = node
+        parent = self.ctx.parent(node)
+        while isinstance(parent, (cst.Element, cst.List, cst.Tuple, cst.Set)) or (
+            isinstance(parent, cst.Lambda) and parent.body is top
+        ):
+            if not isinstance(parent, cst.Element):
+                top = parent  # a container of devices, or `lambda: torch.device("cuda")` that returns one
+            parent = self.ctx.parent(parent)
+        return top, parent
 
     def _definition(self, target: cst.BaseExpression, value: cst.BaseExpression, checked: bool = False,
                     names_a_gpu: bool = False) -> None:
@@ -314,6 +460,8 @@ class HardcodedDeviceString(Rule):
 
     def _fallback_fix(self, value: cst.BaseExpression, names_a_gpu: bool):
         title = "Fall back to the CPU when CUDA is not available"
+        if names_several_gpus(self.ctx, value, in_scope=True):
+            return self.display_only(f"{title} (the code tells several GPUs apart: on the CPU they would be equal)")
         # Two GPUs named apart (`cuda:0`, `cuda:1`) would both become the CPU: code that tells them apart
         # (device maps, peer copies) then behaves differently where it ran before.
         applicability = Applicability.UNSAFE if names_a_gpu else Applicability.SAFE
@@ -346,7 +494,7 @@ class HardcodedDeviceString(Rule):
 
     @staticmethod
     def _message(text: str) -> str:
-        return f"`{text}` hard-codes the CUDA device: it fails without CUDA; use a `device` chosen at run time"
+        return f"`{text}` is a hard-coded CUDA device: using it fails without CUDA; use a `device` chosen at run time"
 
 
 def _is_config_field(target: cst.BaseExpression) -> bool:
