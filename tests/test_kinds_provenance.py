@@ -202,6 +202,10 @@ UNKNOWNS = {
     "evidence on another binding": (
         "def f(model, x, device):\n    y = model(x)\n    y.unsqueeze(0)\n    y = model.head\n    y.to(device)\n"
     ),
+    "evidence on a name whose type is tested": (
+        "def f(obj, device):\n    if isinstance(obj, torch.Tensor):\n        return obj.unsqueeze(0)\n"
+        "    obj.to(device)\n"
+    ),
     "look-alike methods are no evidence": (
         "def f(a, device):\n    a.reshape(2, 2)\n    a.view(-1)\n    a.transpose(0, 1)\n    a.contiguous()\n"
         "    a.numel()\n    a.to(device)\n"

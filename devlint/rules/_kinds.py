@@ -17,7 +17,8 @@ TENSOR
     them): their result is a tensor whatever the receiver (not a module), and a name they (or
     TENSOR_ONLY_QUERIES: `nelement()`, `data_ptr()`, ...) are called on is a tensor on that same binding
     (`out = model(x)`, `out.permute(1, 0)`, then `out` is a tensor). Not in a file that defines a
-    function of that name (a look-alike class).
+    function of that name (a look-alike class), and not for a name whose type the file tests
+    (`isinstance(x, ...)`: its branches may hold different kinds).
     Items of containers: the loop variables of `for x in X`, `X[i]` (not a slice), `X.get(k)`, the
     values of `X.values()` / `X.items()` and the targets of `a, b = X` where X is a list/tuple/set
     literal or comprehension of tensors, `list(...)`/`sorted(...)` of such, a splitter result
@@ -590,13 +591,26 @@ class KindInference:
     def _tensor_receivers(self) -> dict[str, list[cst.Name]]:
         """Names a method only tensors have is called on (`y.unsqueeze(0)`, `y.nelement()`), by name."""
         found: dict[str, list[cst.Name]] = {}
+        tested = self._type_tested_names
         for attr in self.ctx.nodes(cst.Attribute):
             method = attr.attr.value
             if ((method in TENSOR_ONLY_METHODS or method in TENSOR_ONLY_QUERIES) and isinstance(attr.value, cst.Name)
-                    and method not in self._defined_functions and attr.value.value != "self"):
+                    and method not in self._defined_functions and attr.value.value != "self"
+                    and attr.value.value not in tested):
                 call = self.ctx.parent(attr)
                 if isinstance(call, cst.Call) and call.func is attr:
                     found.setdefault(attr.value.value, []).append(attr.value)
+        return found
+
+    @cached_property
+    def _type_tested_names(self) -> set[str]:
+        """Names whose type the file tests (`isinstance(x, ...)`, `hasattr(x, ...)`, `type(x)`): one
+        branch may hold a tensor and another a module, so a tensor method in one proves nothing."""
+        found = set()
+        for call in self.ctx.nodes(cst.Call):
+            if (isinstance(call.func, cst.Name) and call.func.value in ("isinstance", "hasattr", "type", "callable")
+                    and call.args and isinstance(call.args[0].value, cst.Name)):
+                found.add(call.args[0].value.value)
         return found
 
     def _last_binding(self, name: cst.Name) -> cst.CSTNode | None:
