@@ -8,18 +8,43 @@ that only from provenance inside the file:
 TENSOR
     a call of a torch tensor factory or op (`torch.zeros`, `torch.cat`, `torch.nn.functional.*`,
     `torch.Tensor(...)`, `nn.Parameter(...)`, ...); a tensor-returning method on a tensor
-    (`.clone()`, `.view()`, `.float()`); indexing, arithmetic or a comparison involving a tensor; the
-    attributes `.weight`, `.bias`, `.data`, `.grad`; a parameter or name annotated `torch.Tensor`;
-    `self.x` assigned a tensor, an `nn.Parameter` or registered with `register_buffer`; a loop variable
-    over `.parameters()`/`.buffers()` (or the values of their `named_` forms) or over
-    `torch.chunk/split/unbind`.
+    (`.clone()`, `.view()`, `.float()`, in-place ops such as `.zero_()`); indexing, arithmetic or a
+    comparison involving a tensor; the attributes `.weight`, `.bias`, `.data`, `.grad`; a parameter or
+    name annotated `torch.Tensor` (also `Optional[Tensor]`, `Tensor | None`, `"torch.Tensor"`, through
+    any import alias); `a if c else b` of two tensors.
+    Methods only tensors have (TENSOR_ONLY_METHODS: `unsqueeze`, `permute`, `masked_fill`,
+    `new_zeros`, ...; chosen because NumPy, pandas, lists, PIL images, graph batches and box lists lack
+    them): their result is a tensor whatever the receiver (not a module), and a name they (or
+    TENSOR_ONLY_QUERIES: `nelement()`, `data_ptr()`, ...) are called on is a tensor on that same binding
+    (`out = model(x)`, `out.permute(1, 0)`, then `out` is a tensor). Not in a file that defines a
+    function of that name (a look-alike class), and not for a name whose type the file tests
+    (`isinstance(x, ...)`: its branches may hold different kinds).
+    Items of containers: the loop variables of `for x in X`, `X[i]` (not a slice), `X.get(k)`, the
+    values of `X.values()` / `X.items()` and the targets of `a, b = X` where X is a list/tuple/set
+    literal or comprehension of tensors, `list(...)`/`sorted(...)` of such, a splitter result
+    (`torch.chunk/split/unbind`), `.parameters()`/`.buffers()` (and the values of their `named_`
+    forms), a tensor (its rows), a dict literal of tensor values, a module's `.state_dict()`, a
+    `torch.load(...)` result given to a module's `load_state_dict`, or a name annotated
+    `list[Tensor]`, `List[Tensor]`, `Sequence`/`Iterable`/`tuple[Tensor, ...]`, `dict[str, Tensor]`
+    (values); through `zip(...)` and `enumerate(...)` with tuple unpacking, in loops and comprehensions.
+    Attributes: `self.x` in a class whose every binding of `x` is a tensor: `self.x = <tensor>` in any
+    method, `x = <tensor>` or `x: torch.Tensor` in the class body, `self.x: Tensor`, a
+    `register_buffer`/`register_parameter` name (`None` assignments aside; an unpacking, a loop target
+    or an unknown value makes it UNKNOWN).
+    Calls of a function of the file (or `self.m()` of a method of the same class) whose every `return`
+    is a tensor (`return None` aside; a directly recursive call returns what the others do); not for
+    generators, coroutines, functions re-bound or with a decorator other than `staticmethod`,
+    `classmethod`, `torch.no_grad` and a few like them.
 MODULE
     an instance of a `torch.nn` class or of a class of this file that subclasses one; `self` and
     `super()` inside such a class; `nn.DataParallel(...)`, `DistributedDataParallel(...)`,
-    `copy.deepcopy(module)`; items of `.modules()`/`.children()`; a name annotated `nn.Module`.
+    `copy.deepcopy(module)`; items of `.modules()`/`.children()`; a name annotated `nn.Module` or a
+    module class of the file (also in containers: `list[nn.Module]`); `self.x` whose every binding is
+    a module; calls of functions of the file whose every return is a module.
 UNKNOWN
     everything else: un-annotated parameters, results of calling a model or a project function,
-    attributes of unknown objects, subscripts of unknown containers.
+    attributes of unknown objects, subscripts of unknown containers, an optimizer's `state_dict()`,
+    a `torch.load` result not given to a module, anything whose sources disagree.
 
 A name takes the kind of its last binding before the use, in its own scope.
 
@@ -41,7 +66,7 @@ import libcst as cst
 from libcst.metadata import ComprehensionScope
 
 from devlint.context import FileContext
-from devlint.syntax import dotted_name, string_value
+from devlint.syntax import dotted_name, is_none, string_value
 
 
 class Kind(enum.Enum):
@@ -93,6 +118,19 @@ TENSOR_METHODS = frozenset(
     triu tril masked_fill_ add_ mul_ sub_ div_ copy_ fill_ zero_ clamp_ normal_ uniform_
     """.split()
 )
+# Methods that only tensors have (not NumPy arrays, pandas, lists, PIL images, graph batches, box
+# lists): curated on real corpora, where each is called thousands of times and defined by no other
+# class. Their result is a tensor, and a name they are called on is a tensor, unless the file defines
+# a function of the same name. (`reshape`, `view`, `repeat`, `transpose`, `contiguous`, `numel`,
+# `clone`, `detach`, `sum`, `to`, ... are left out: other libraries have them too.)
+TENSOR_ONLY_METHODS = frozenset(
+    """
+    unsqueeze unsqueeze_ permute masked_fill masked_fill_ masked_select masked_scatter expand_as view_as
+    new_zeros new_ones new_full new_empty bmm
+    """.split()
+)
+# Methods that only tensors have but whose result is not a tensor: evidence about the receiver only.
+TENSOR_ONLY_QUERIES = frozenset({"nelement", "is_contiguous", "data_ptr", "element_size", "retain_grad", "unbind"})
 TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "data", "grad", "T", "mT", "H", "real", "imag"})
 PARAMETER_ATTRIBUTES = frozenset({"weight", "bias"})
 # nn.Module methods that return the module itself.
@@ -102,6 +140,30 @@ MODULE_METHODS = frozenset(
 )
 TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.nn.Parameter",
                                 "torch.nn.parameter.Parameter"})
+SEQUENCE_ANNOTATIONS = frozenset(
+    """
+    list tuple set frozenset typing.List typing.Tuple typing.Set typing.FrozenSet typing.Sequence
+    typing.MutableSequence typing.Iterable typing.Iterator typing.Collection typing.AbstractSet
+    typing.Deque collections.deque collections.abc.Sequence collections.abc.MutableSequence
+    collections.abc.Iterable collections.abc.Iterator collections.abc.Collection
+    """.split()
+)
+MAPPING_ANNOTATIONS = frozenset(
+    """
+    dict typing.Dict typing.Mapping typing.MutableMapping typing.OrderedDict typing.DefaultDict
+    collections.OrderedDict collections.defaultdict collections.abc.Mapping collections.abc.MutableMapping
+    """.split()
+)
+# Decorators after which a function still returns what its body returns.
+TRANSPARENT_DECORATORS = frozenset(
+    """
+    staticmethod classmethod torch.no_grad torch.inference_mode torch.enable_grad torch.jit.script
+    torch.jit.unused torch.jit.ignore torch.jit.export functools.lru_cache functools.cache
+    torch.autograd.no_grad torch.autograd.grad_mode.no_grad
+    """.split()
+)
+_NOTHING = (UNKNOWN, UNKNOWN)
+_NO_FACTS = (UNKNOWN, UNKNOWN, UNKNOWN)
 MODULE_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                              "torch.nn.parallel.DistributedDataParallel",
                              "torch.nn.parallel.data_parallel.DataParallel",
@@ -112,6 +174,16 @@ NOT_MODULE_NN_NAMES = frozenset({"Parameter", "ParameterList", "ParameterDict", 
 # How many inference steps may be in progress at once (a few Python frames each): deeper chains of
 # bindings answer UNKNOWN.
 MAX_DEPTH = 100
+
+
+def _attribute_targets(target: cst.CSTNode, path: tuple[int, ...] = ()):
+    """(attribute, path) for each `a.b` an assignment target binds: `self.x`, `self.a, (self.b, c)`."""
+    if isinstance(target, cst.Attribute):
+        yield target, path
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for index, element in enumerate(target.elements):
+            if not isinstance(element, cst.StarredElement):
+                yield from _attribute_targets(element.value, path + (index,))
 
 
 class _Frame:
@@ -210,7 +282,11 @@ class KindInference:
         if isinstance(expr, cst.Attribute):
             return self._attribute(expr)
         if isinstance(expr, cst.Subscript):
-            return TENSOR if self.of(expr.value) is TENSOR else UNKNOWN
+            if self.of(expr.value) is TENSOR:
+                return TENSOR
+            if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+                return self._container(expr.value)[1]  # (`xs[0]`, `d["k"]`; not a slice `xs[1:]`)
+            return UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             kinds = {self.of(expr.left), self.of(expr.right)}
             return TENSOR if TENSOR in kinds and MODULE not in kinds else UNKNOWN
@@ -224,6 +300,9 @@ class KindInference:
             return TENSOR if any(self.of(o) is TENSOR for o in operands) else UNKNOWN
         if isinstance(expr, cst.NamedExpr):
             return self.of(expr.value)
+        if isinstance(expr, cst.IfExp):
+            kinds = {self.of(branch) for branch in (expr.body, expr.orelse) if not is_none(branch)}
+            return self._combine(kinds)
         return UNKNOWN
 
     # -- calls ---------------------------------------------------------------------------------------
@@ -238,6 +317,8 @@ class KindInference:
             return MODULE
         if isinstance(func, cst.Name) and func.value == "super":
             return MODULE if self._in_module_class(call) else UNKNOWN
+        if isinstance(func, cst.Name):
+            return self._function_call(func)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if self.ctx.is_imported_module(func.value):
@@ -247,7 +328,98 @@ class KindInference:
                 return TENSOR
             if receiver is MODULE and method in MODULE_METHODS:
                 return MODULE
+            if (method in TENSOR_ONLY_METHODS and method not in self._defined_functions
+                    and (receiver is not MODULE or self.approximate)):
+                return TENSOR
+            if (receiver is UNKNOWN or self.approximate) and method in ("get", "pop") and call.args:
+                return self._container(func.value)[1]  # (a mapping's value, a list's item)
+            if isinstance(func.value, cst.Name) and func.value.value == "self":
+                return self._method_call(func)
         return UNKNOWN
+
+    # -- functions of the file ------------------------------------------------------------------------
+    def _function_call(self, func: cst.Name) -> Kind:
+        """`f(...)` for a function `f` of this file: the kind all its returns share."""
+        if self.approximate:
+            definitions = self._functions_by_name.get(func.value, ())
+        else:
+            assignments = self.ctx.bindings(func)
+            definitions = [a.node for a in assignments]
+            if not definitions or not all(isinstance(d, cst.FunctionDef) for d in definitions):
+                return UNKNOWN
+        if not definitions:
+            return UNKNOWN
+        return self._combine({self._returns(d) for d in definitions})
+
+    def _method_call(self, func: cst.Attribute) -> Kind:
+        """`self.m(...)` for a method `m` defined in the class itself (not inherited)."""
+        if self.approximate:
+            definitions = self._functions_by_name.get(func.attr.value, ())
+        else:
+            cls = self.ctx.enclosing(func, cst.ClassDef)
+            if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+                return UNKNOWN
+            definitions = [d for d in cls.body.body if isinstance(d, cst.FunctionDef) and d.name.value == func.attr.value]
+        if not definitions:
+            return UNKNOWN
+        return self._combine({self._returns(d) for d in definitions})
+
+    def _returns(self, function: cst.FunctionDef) -> Kind:
+        return self._step(("returns", function), lambda: self._returns_kind(function))
+
+    def _returns_kind(self, function: cst.FunctionDef) -> Kind:
+        """The kind every `return` of the function gives (`return None` aside; a direct recursive call
+        returns what the other returns do). Not for generators, coroutines or unknown decorators."""
+        if function.asynchronous is not None or function in self._generators:
+            return UNKNOWN
+        for decorator in function.decorators:
+            expression = decorator.decorator
+            target = expression.func if isinstance(expression, cst.Call) else expression
+            names = self.ctx.qualified_names(target) | {dotted_name(target) or ""}
+            if not names & TRANSPARENT_DECORATORS:
+                return UNKNOWN
+        kinds = set()
+        for node in self._function_returns.get(function, ()):
+            value = node.value
+            if value is None or is_none(value):
+                continue
+            if (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+                    and value.func.value == function.name.value):
+                continue
+            kinds.add(self.of(value))
+        if not kinds:
+            return UNKNOWN
+        return self._combine(kinds)
+
+    @cached_property
+    def _function_returns(self) -> dict[cst.FunctionDef, list[cst.Return]]:
+        found: dict[cst.FunctionDef, list[cst.Return]] = {}
+        for node in self.ctx.nodes(cst.Return):
+            function = self.ctx.enclosing(node, cst.FunctionDef)
+            if function is not None:
+                found.setdefault(function, []).append(node)
+        return found
+
+    @cached_property
+    def _generators(self) -> set[cst.FunctionDef]:
+        found = set()
+        for kind in (cst.Yield, cst.Await):
+            for node in self.ctx.nodes(kind):
+                function = self.ctx.enclosing(node, (cst.FunctionDef, cst.Lambda))
+                if isinstance(function, cst.FunctionDef):
+                    found.add(function)
+        return found
+
+    @cached_property
+    def _functions_by_name(self) -> dict[str, list[cst.FunctionDef]]:
+        found: dict[str, list[cst.FunctionDef]] = {}
+        for node in self.ctx.nodes(cst.FunctionDef):
+            found.setdefault(node.name.value, []).append(node)
+        return found
+
+    @property
+    def _defined_functions(self):
+        return self._functions_by_name.keys()
 
     def _qualified_call_kind(self, name: str, call: cst.Call) -> Kind:
         if name.startswith("torch."):
@@ -294,8 +466,19 @@ class KindInference:
         return self._step(("self", cls), lambda: self._infer_self_attribute_kinds(cls), on_cycle={})
 
     def _infer_self_attribute_kinds(self, cls: cst.ClassDef) -> dict[str, list[Kind]]:
-        kinds = {name: [self.of(value) for value in values]
+        kinds = {name: [self.of(value) for value in values if not is_none(value)]
                  for name, values in self._self_assignments.get(cls, {}).items()}
+        for name, sources in self._self_other_bindings.get(cls, {}).items():
+            for source in sources:
+                if isinstance(source, tuple) and isinstance(source[0], cst.Annotation):
+                    kind = self._annotation_facts(source[0])[0]
+                    if kind is not UNKNOWN or not source[1]:  # (`self.x: Any = value`: the value says)
+                        kinds.setdefault(name, []).append(kind)
+                elif source is None:
+                    kinds.setdefault(name, []).append(UNKNOWN)
+                else:
+                    value, path = source
+                    kinds.setdefault(name, []).append(self._unpacked(value, list(path)))
         for name in self._registered.get(cls, {}):
             kinds.setdefault(name, []).append(TENSOR)
         return kinds
@@ -308,15 +491,64 @@ class KindInference:
 
     @cached_property
     def _self_assignments(self) -> dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]]:
-        """`self.x = value` in the methods of each class, by class and attribute."""
+        """`self.x = value` (or `self.x: T = value`) in the methods of each class, and `x = value` in
+        the class body, by class and attribute."""
         found: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = {}
-        for node in self.ctx.nodes(cst.Assign):
-            for target in node.targets:
-                t = target.target
-                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                    cls = self.ctx.enclosing(node, cst.ClassDef)
+        for kind in (cst.Assign, cst.AnnAssign):
+            for node in self.ctx.nodes(kind):
+                if node.value is None:
+                    continue
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                        cls = self.ctx.enclosing(node, cst.ClassDef)
+                    elif isinstance(t, cst.Name):
+                        cls = self._class_body_of(node)
+                    else:
+                        continue
                     if cls is not None:
-                        found.setdefault(cls, {}).setdefault(t.attr.value, []).append(node.value)
+                        found.setdefault(cls, {}).setdefault(t.attr.value if isinstance(t, cst.Attribute)
+                                                             else t.value, []).append(node.value)
+        return found
+
+    def _class_body_of(self, statement: cst.CSTNode) -> cst.ClassDef | None:
+        """The class whose body holds this small statement directly."""
+        line = self.ctx.parent(statement)
+        block = self.ctx.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
+        cls = self.ctx.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        return cls if isinstance(cls, cst.ClassDef) else None
+
+    @cached_property
+    def _self_other_bindings(self) -> dict[cst.ClassDef, dict[str, list]]:
+        """Other bindings of `self.x`, by class and attribute: an `Annotation` (`self.x: T` or `x: T` in
+        the class body), `(value, path)` for an unpacking (`self.a, self.b = ...`), None for one of
+        unknown value (a loop target, `with ... as self.x`)."""
+        found: dict[cst.ClassDef, dict[str, list]] = {}
+        for node in self.ctx.nodes(cst.AnnAssign):
+            t = node.target
+            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                cls = self.ctx.enclosing(node, cst.ClassDef)
+            elif isinstance(t, cst.Name):
+                cls = self._class_body_of(node)
+            else:
+                continue
+            if cls is not None:
+                name = t.attr.value if isinstance(t, cst.Attribute) else t.value
+                found.setdefault(cls, {}).setdefault(name, []).append((node.annotation, node.value is not None))
+        for kind in (cst.AssignTarget, cst.For, cst.CompFor, cst.AsName):
+            for node in self.ctx.nodes(kind):
+                target = node.name if isinstance(node, cst.AsName) else node.target
+                for attr, path in _attribute_targets(target):
+                    if not (isinstance(attr.value, cst.Name) and attr.value.value == "self"):
+                        continue
+                    if isinstance(node, cst.AssignTarget) and not path:
+                        continue  # (a plain `self.x = value`: in _self_assignments)
+                    cls = self.ctx.enclosing(node, cst.ClassDef)
+                    if cls is None:
+                        continue
+                    assign = self.ctx.parent(node)
+                    source = (assign.value, path) if isinstance(node, cst.AssignTarget) else None
+                    found.setdefault(cls, {}).setdefault(attr.attr.value, []).append(source)
         return found
 
     @cached_property
@@ -338,13 +570,61 @@ class KindInference:
     # -- names -----------------------------------------------------------------------------------------
     def _name(self, name: cst.Name) -> Kind:
         if self.approximate:
-            return TENSOR if name.value in self._possibly_tensor_names else UNKNOWN
-        return self._last_binding_kind(name)  # (memoised as the step `of` this name)
+            possible = name.value in self._possibly_tensor_names or name.value in self._tensor_receivers
+            return TENSOR if possible else UNKNOWN
+        binding = self._last_binding(name)
+        if binding is None:
+            return UNKNOWN
+        kind = self.binding_kind(binding)  # (memoised as the step `of` this name)
+        if kind is UNKNOWN and binding in self._evidenced_bindings(name.value):
+            return TENSOR  # (`y.unsqueeze(0)` somewhere on the same binding: `y` is a tensor)
+        return kind
 
-    def _last_binding_kind(self, name: cst.Name) -> Kind:
+    def _evidenced_bindings(self, name: str) -> set[cst.CSTNode]:
+        """The bindings of `name` that a method only tensors have is called on."""
+        cache = self.__dict__.setdefault("_evidenced", {})
+        if name not in cache:
+            cache[name] = {self._last_binding(use) for use in self._tensor_receivers.get(name, ())} - {None}
+        return cache[name]
+
+    @cached_property
+    def _tensor_receivers(self) -> dict[str, list[cst.Name]]:
+        """Names a method only tensors have is called on (`y.unsqueeze(0)`, `y.nelement()`), by name."""
+        found: dict[str, list[cst.Name]] = {}
+        tested = self._type_tested_names
+        for attr in self.ctx.nodes(cst.Attribute):
+            method = attr.attr.value
+            if ((method in TENSOR_ONLY_METHODS or method in TENSOR_ONLY_QUERIES) and isinstance(attr.value, cst.Name)
+                    and method not in self._defined_functions and attr.value.value != "self"
+                    and attr.value.value not in tested):
+                call = self.ctx.parent(attr)
+                if isinstance(call, cst.Call) and call.func is attr:
+                    found.setdefault(attr.value.value, []).append(attr.value)
+        return found
+
+    @cached_property
+    def _type_tested_names(self) -> set[str]:
+        """Names whose type the file tests (`isinstance(x, ...)`, `hasattr(x, ...)`, `type(x)`): one
+        branch may hold a tensor and another a module, so a tensor method in one proves nothing."""
+        found = set()
+        for call in self.ctx.nodes(cst.Call):
+            if (isinstance(call.func, cst.Name) and call.func.value in ("isinstance", "hasattr", "type", "callable")
+                    and call.args and isinstance(call.args[0].value, cst.Name)):
+                found.add(call.args[0].value.value)
+        return found
+
+    def _last_binding(self, name: cst.Name) -> cst.CSTNode | None:
+        """The binding a name refers to: the last before the use in its own scope (a parameter if
+        nothing else), or None."""
+        cache = self.__dict__.setdefault("_last_bindings", {})
+        if name not in cache:
+            cache[name] = self._find_last_binding(name)
+        return cache[name]
+
+    def _find_last_binding(self, name: cst.Name) -> cst.CSTNode | None:
         scope = self.ctx.scope(name)
         if scope is None or name.value not in scope:
-            return UNKNOWN
+            return None
         use = self.ctx.positions.get(name)
         best = None
         best_pos = None
@@ -362,9 +642,7 @@ class KindInference:
                 continue  # (a comprehension's target is written after its element)
             if best_pos is None or pos > best_pos:
                 best, best_pos = node, pos
-        if best is None:
-            return UNKNOWN
-        return self.binding_kind(best)
+        return best
 
     def _effective_position(self, node: cst.CSTNode) -> tuple[int, int] | None:
         """Where a binding takes effect: after the whole assignment (`x = f(x)` reads the old x)."""
@@ -383,7 +661,7 @@ class KindInference:
 
     def _binding_kind(self, node: cst.CSTNode) -> Kind:
         if isinstance(node, cst.Param):
-            return self._annotation_kind(node.annotation)
+            return self._annotation_facts(node.annotation)[0]
         if not isinstance(node, cst.Name):
             return UNKNOWN
         path: list[int] = []
@@ -404,7 +682,7 @@ class KindInference:
             if isinstance(parent, cst.Assign):
                 return self.of(parent.value) if not path else self._unpacked(parent.value, path)
             if isinstance(parent, cst.AnnAssign):
-                kind = self._annotation_kind(parent.annotation)
+                kind = self._annotation_facts(parent.annotation)[0]
                 if kind is UNKNOWN and parent.value is not None:
                     kind = self.of(parent.value)
                 return kind
@@ -430,7 +708,11 @@ class KindInference:
             elements = value.elements
             if path[0] < len(elements) and not any(isinstance(e, cst.StarredElement) for e in elements):
                 return self.of(elements[path[0]].value)
-        return UNKNOWN
+            return UNKNOWN
+        if self.of(value) is TENSOR:
+            return TENSOR  # (unpacking a tensor gives tensors)
+        items = self._container(value)[0]
+        return items if len(path) == 1 or items is TENSOR else UNKNOWN
 
     def _loop_item(self, iterable: cst.BaseExpression, path: list[int]) -> Kind:
         """Kind of `x` in `for x in iterable` (path: index into tuple targets, outermost first)."""
@@ -443,8 +725,19 @@ class KindInference:
                 if path[:1] == [1] and iterable.args:
                     return self._loop_item(iterable.args[0].value, path[1:])
                 return UNKNOWN
+            if "zip" in names:
+                if path and not any(a.star or a.keyword is not None for a in iterable.args[: path[0] + 1]) and (
+                        path[0] < len(iterable.args)):
+                    return self._loop_item(iterable.args[path[0]].value, path[1:])
+                return UNKNOWN
             if isinstance(iterable.func, cst.Attribute):
                 method = iterable.func.attr.value
+                if method == "items" and path[:1] == [1] and not iterable.args:
+                    values = self._container(iterable.func.value)[1]
+                    return values if len(path) == 1 or values is TENSOR else UNKNOWN
+                if method == "values" and not iterable.args:
+                    values = self._container(iterable.func.value)[1]
+                    return values if not path or values is TENSOR else UNKNOWN
                 if method in ("parameters", "buffers") and not path:
                     return TENSOR
                 if method in ("named_parameters", "named_buffers") and path == [1]:
@@ -457,33 +750,165 @@ class KindInference:
                     return TENSOR
             if not path and any(n.startswith("torch.") and n.rsplit(".", 1)[-1] in TORCH_SPLITTERS for n in names):
                 return TENSOR
-        if isinstance(iterable, (cst.List, cst.Tuple)) and not path and iterable.elements:
-            return self._combine({self.of(e.value) for e in iterable.elements if not isinstance(e, cst.StarredElement)})
-        if isinstance(iterable, cst.Name) and not path:
-            # A name bound to a list/tuple literal of tensors, or to a splitter result.
-            if self.approximate:
-                sites = self.ctx.binding_sites.get(iterable.value, ())
-            else:
-                assignments = self.ctx.bindings(iterable)
-                sites = [assignments[0].node] if len(assignments) == 1 else []
-            kinds = set()
-            for site in sites:
-                parent = self.ctx.parent(self.ctx.parent(site)) if isinstance(site, cst.Name) else None
-                if isinstance(parent, cst.Assign):
-                    kinds.add(self._loop_item(parent.value, path))
-            if kinds:
-                return self._combine(kinds)
-        return UNKNOWN
+        if self.of(iterable) is TENSOR:
+            return TENSOR  # (the rows of a tensor, `for b in batch`)
+        items = self._container(iterable)[0]
+        return items if not path or items is TENSOR else UNKNOWN
 
-    def _annotation_kind(self, annotation: cst.Annotation | None) -> Kind:
+    # -- containers ----------------------------------------------------------------------------------
+    def _container(self, expr: cst.BaseExpression) -> tuple[Kind, Kind]:
+        """(the kind of the items iterating `expr` gives, the kind of `expr[key]`) for a container: a
+        literal, a comprehension, `list(...)`/`sorted(...)`, a splitter, a module's `state_dict()`, a
+        name annotated as one (`list[Tensor]`, `dict[str, Tensor]`) or bound to one."""
+        return self._step(("container", expr), lambda: self._container_kind(expr), on_cycle=_NOTHING)
+
+    def _container_kind(self, expr: cst.BaseExpression) -> tuple[Kind, Kind]:
+        if isinstance(expr, cst.Name):
+            return self._name_container(expr)
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            elements = expr.elements
+            if not elements or any(isinstance(e, cst.StarredElement) for e in elements):
+                return _NOTHING
+            kind = self._combine({self.of(e.value) for e in elements})
+            return (kind, kind)
+        if isinstance(expr, cst.Dict):
+            elements = expr.elements
+            if not elements or not all(isinstance(e, cst.DictElement) for e in elements):
+                return _NOTHING
+            return (UNKNOWN, self._combine({self.of(e.value) for e in elements}))
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            kind = self.of(expr.elt)
+            return (kind, kind)
+        if isinstance(expr, cst.DictComp):
+            return (UNKNOWN, self.of(expr.value))
+        if isinstance(expr, cst.Call):
+            names = self.ctx.qualified_names(expr.func)
+            if names & {"list", "tuple", "sorted", "reversed", "set", "frozenset"} and len(expr.args) >= 1 and (
+                    expr.args[0].keyword is None and not expr.args[0].star):
+                kind = self._loop_item(expr.args[0].value, [])
+                return (kind, kind)
+            if any(n.startswith("torch.") and n.rsplit(".", 1)[-1] in TORCH_SPLITTERS for n in names):
+                return (TENSOR, TENSOR)
+            if isinstance(expr.func, cst.Attribute) and not self.ctx.is_imported_module(expr.func.value):
+                method = expr.func.attr.value
+                if method in TORCH_SPLITTERS and self.of(expr.func.value) is TENSOR:
+                    return (TENSOR, TENSOR)
+                if method in ("parameters", "buffers") and not expr.args:
+                    return (TENSOR, UNKNOWN)
+                if method == "state_dict" and not expr.args and (
+                        self.approximate or self.of(expr.func.value) is MODULE):
+                    return (UNKNOWN, TENSOR)  # (an optimizer's state_dict() holds no tensors at the top)
+                if method == "copy" and not expr.args:
+                    return self._container(expr.func.value)
+        return _NOTHING
+
+    def _name_container(self, name: cst.Name) -> tuple[Kind, Kind]:
+        if self.approximate:
+            sites = self.ctx.binding_sites.get(name.value, ())
+        else:
+            binding = self._last_binding(name)
+            sites = [binding] if binding is not None else []
+        facts = [self._binding_container(site) for site in sites]
+        if not facts:
+            return _NOTHING
+        return (self._combine({f[0] for f in facts}), self._combine({f[1] for f in facts}))
+
+    def _binding_container(self, site: cst.CSTNode) -> tuple[Kind, Kind]:
+        if isinstance(site, cst.Param):
+            return self._annotation_facts(site.annotation)[1:]
+        parent = self.ctx.parent(site)
+        if isinstance(parent, cst.AnnAssign):
+            facts = self._annotation_facts(parent.annotation)[1:]
+            if facts == _NOTHING and parent.value is not None:
+                return self._container(parent.value)
+            return facts
+        if isinstance(parent, cst.AssignTarget):
+            assign = self.ctx.parent(parent)
+            if isinstance(assign, cst.Assign):
+                if self._is_loaded_state_dict(site, assign.value):
+                    return (UNKNOWN, TENSOR)
+                return self._container(assign.value)
+        return _NOTHING
+
+    def _is_loaded_state_dict(self, site: cst.Name, value: cst.BaseExpression) -> bool:
+        """`sd = torch.load(...)` whose binding is given to a module's `load_state_dict(sd)`."""
+        if not (isinstance(value, cst.Call) and "torch.load" in self.ctx.qualified_names(value.func)):
+            return False
+        for call, argument in self._state_dict_loads.get(site.value, ()):
+            if self.approximate:
+                return True
+            if self._last_binding(argument) is site and self.of(call.func.value) is MODULE:
+                return True
+        return False
+
+    @cached_property
+    def _state_dict_loads(self) -> dict[str, list[tuple[cst.Call, cst.Name]]]:
+        """`m.load_state_dict(name, ...)` calls, by the name given."""
+        found: dict[str, list[tuple[cst.Call, cst.Name]]] = {}
+        for call in self.ctx.nodes(cst.Call):
+            func = call.func
+            if (isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict" and call.args
+                    and isinstance(call.args[0].value, cst.Name) and call.args[0].keyword is None):
+                found.setdefault(call.args[0].value.value, []).append((call, call.args[0].value))
+        return found
+
+    # -- annotations ---------------------------------------------------------------------------------
+    def _annotation_facts(self, annotation: cst.CSTNode | None) -> tuple[Kind, Kind, Kind]:
+        """(the kind of a value so annotated, of its items by iteration, of its items by subscription):
+        `Tensor`, `Optional[Tensor]`, `Tensor | None`, `list[Tensor]`, `Tuple[Tensor, ...]`,
+        `dict[str, Tensor]`, `"torch.Tensor"`, through any import alias. The same in both modes."""
         if annotation is None:
-            return UNKNOWN
-        names = self.ctx.qualified_names(annotation.annotation)
+            return _NO_FACTS
+        if isinstance(annotation, cst.Annotation):
+            annotation = annotation.annotation
+        text = string_value(annotation)
+        if text is not None:
+            parsed = self._parsed_annotations.get(text)
+            if parsed is None:
+                try:
+                    parsed = cst.parse_expression(text.strip())
+                except Exception:  # (any text can be in a string)
+                    parsed = cst.Name("None")
+                self._parsed_annotations[text] = parsed
+            annotation = parsed
+        members = self._union_members(annotation)
+        if members is not None:
+            facts = {self._annotation_facts(m) for m in members if not is_none(m)}
+            return facts.pop() if len(facts) == 1 else _NO_FACTS
+        if isinstance(annotation, cst.Subscript):
+            base = self.ctx.qualified_names(annotation.value)
+            if not all(isinstance(e.slice, cst.Index) for e in annotation.slice):
+                return _NO_FACTS
+            arguments = [e.slice.value for e in annotation.slice]
+            if base & SEQUENCE_ANNOTATIONS:
+                items = {self._annotation_facts(a)[0] for a in arguments if not isinstance(a, cst.Ellipsis)}
+                kind = items.pop() if len(items) == 1 else UNKNOWN
+                return (UNKNOWN, kind, kind)
+            if base & MAPPING_ANNOTATIONS and len(arguments) == 2:
+                return (UNKNOWN, UNKNOWN, self._annotation_facts(arguments[1])[0])
+            return _NO_FACTS
+        names = self.ctx.qualified_names(annotation)
         if names & TENSOR_ANNOTATIONS:
-            return TENSOR
-        if any(n == "torch.nn.Module" or n == "torch.nn.modules.module.Module" for n in names):
-            return MODULE
-        return UNKNOWN
+            return (TENSOR, UNKNOWN, TENSOR)
+        if any(n == "torch.nn.Module" or n == "torch.nn.modules.module.Module" for n in names) or (
+                isinstance(annotation, cst.Name) and annotation.value in self._module_classes):
+            return (MODULE, UNKNOWN, UNKNOWN)
+        return _NO_FACTS
+
+    def _union_members(self, annotation: cst.CSTNode) -> list[cst.CSTNode] | None:
+        """The members of `Optional[X]`, `Union[X, Y]`, `X | Y`; None for anything else."""
+        if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+            return (self._union_members(annotation.left) or [annotation.left]) + (
+                self._union_members(annotation.right) or [annotation.right])
+        if isinstance(annotation, cst.Subscript) and all(isinstance(e.slice, cst.Index) for e in annotation.slice):
+            base = self.ctx.qualified_names(annotation.value)
+            if base & {"typing.Optional", "typing.Union"}:
+                return [e.slice.value for e in annotation.slice]
+        return None
+
+    @cached_property
+    def _parsed_annotations(self) -> dict[str, cst.BaseExpression]:
+        return {}
 
     # -- classes ---------------------------------------------------------------------------------------
     @cached_property

@@ -29,10 +29,12 @@ class CudaVisibleDevicesMisuse(Rule):
     `CUDA_VISIBLE_DEVICE` (or `cuda_visible_devices`) in `os.environ[...]`, `os.environ.get`,
     `setdefault`, `pop`, `update`, `in os.environ`, `os.getenv`, `os.putenv` and
     `monkeypatch.setenv`; and `os.environ["CUDA_VISIBLE_DEVICES"] = ...` (or `setdefault`, `update`,
-    `os.putenv`) run at module level **after** CUDA was already used earlier on the module's execution
-    path: a module-level `.cuda()` call or a `torch.cuda` call that initialises CUDA
-    (`is_available`, `device_count`, `set_device`, `current_device`, ...), or the condition of an
-    `if` that encloses the assignment.
+    `os.putenv`) run **after** CUDA was already used earlier on the same straight-line path, at module
+    level or from the start of the same function: a `.cuda()` call or a `torch.cuda` call that
+    initialises CUDA (`is_available`, `device_count`, `set_device`, `current_device`, ...) in an
+    earlier statement, in the header of an earlier `if`/`while`/`for`/`with`
+    (`if not torch.cuda.is_available(): return`), or in the condition of an `if` that encloses the
+    assignment.
 
     On by default: both patterns are certain bugs, and only exact patterns are matched (the test
     corpus has none: its GPUs are chosen from the shell).
@@ -68,10 +70,13 @@ class CudaVisibleDevicesMisuse(Rule):
     ## Not flagged
     - The right key set before CUDA is touched: `os.environ["CUDA_VISIBLE_DEVICES"] = "0"` then
       `torch.cuda.device_count()`.
-    - Assignments in functions (`def main(): os.environ["CUDA_VISIBLE_DEVICES"] = "1"`): whether
-      CUDA ran first depends on the callers.
+    - An assignment in a function with no CUDA call before it in that function
+      (`def main(): os.environ["CUDA_VISIBLE_DEVICES"] = "1"`), even after a module-level
+      `torch.cuda.device_count()`: whether CUDA ran first depends on the callers.
     - Calls that do not initialise CUDA before it: `import torch`, `torch.cuda.manual_seed(0)`,
       `torch.cuda.empty_cache()`, a `.cuda()` inside a function defined earlier.
+    - Calls that may not run before it: inside the body of an earlier `if`, `for` or `try`
+      (`if args.cuda: model.cuda()`), in an `elif` condition, in a lambda.
     - Reading the variable: `os.environ.get("CUDA_VISIBLE_DEVICES")`.
     - The key in other strings: `print("set CUDA_VISIBLE_DEVICE")`, `{"CUDA_VISIBLE_DEVICE": "0"}`.
 
@@ -91,6 +96,10 @@ class CudaVisibleDevicesMisuse(Rule):
         'def load(m):\n    return m.cuda()\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n',
         'import os, torch\nn = torch.cuda.device_count()\ngpus = os.environ.get("CUDA_VISIBLE_DEVICES")\n',
         'print("set CUDA_VISIBLE_DEVICE")\nenv = {"CUDA_VISIBLE_DEVICE": "0"}\n',
+        'import os, torch\ndef main(args):\n    if args.cuda:\n        model.cuda()\n    for m in ms:\n'
+        '        m.cuda()\n    try:\n        torch.cuda.init()\n    except RuntimeError:\n        pass\n'
+        '    if args.a:\n        pass\n    elif torch.cuda.is_available():\n        pass\n'
+        '    f = lambda: torch.cuda.device_count()\n    os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus\n',
     )
     INVALID = (
         Invalid(
@@ -129,6 +138,18 @@ class CudaVisibleDevicesMisuse(Rule):
         ),
         Invalid(
             'import os, torch\nif torch.cuda.device_count() > 1:\n    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0,1")\n',
+        ),
+        Invalid(
+            'import os, torch\ndef main(args):\n    use_cuda = torch.cuda.is_available()\n'
+            '    os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus\n',
+        ),
+        Invalid(
+            'import os, torch\ndef main(args):\n    if not torch.cuda.is_available():\n        return\n'
+            '    with open(args.log) as log:\n        os.environ.update({"CUDA_VISIBLE_DEVICES": args.gpus})\n',
+        ),
+        Invalid(
+            'import os\ndef setup(model, gpus):\n    model = model.cuda()\n    if gpus:\n'
+            '        os.environ["CUDA_VISIBLE_DEVICES"] = gpus\n',
         ),
     )
 
@@ -200,9 +221,11 @@ class CudaVisibleDevicesMisuse(Rule):
                             self.display_only(f"Set `{KEY}` before the first CUDA call (line {line})"))
 
     def _module_level_settings(self):
-        """(statement, the node that sets the variable) for settings on the module's execution path."""
+        """(statement, the node that sets the variable) for settings at module level or in a function
+        (not directly in a class body)."""
         for line in self.ctx.nodes(cst.SimpleStatementLine):
-            if self._in_function(line):
+            owner = self.ctx.enclosing(line, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+            if owner is not None and not isinstance(owner, cst.FunctionDef):
                 continue
             for small in line.body:
                 setting = self._sets_key(small)
@@ -234,15 +257,20 @@ class CudaVisibleDevicesMisuse(Rule):
         return None
 
     def _earlier_cuda_use(self, statement: cst.SimpleStatementLine) -> cst.CSTNode | None:
-        """A CUDA-initialising call that runs before `statement` on the module's execution path."""
+        """A CUDA-initialising call that runs before `statement` on the straight-line path to it, from
+        the start of its function (or of the module): an earlier statement of an enclosing block, the
+        header of an earlier compound statement (`if torch.cuda.is_available():`), the condition of
+        an enclosing `if`/`while`."""
         child: cst.CSTNode = statement
         for parent in self.ctx.ancestors(statement):
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                break  # (what ran before the call depends on the callers)
             if isinstance(parent, (cst.IndentedBlock, cst.Module)):
                 for sibling in parent.body:
                     if sibling is child:
                         break
-                    if isinstance(sibling, cst.SimpleStatementLine):
-                        use = self._cuda_use_in(sibling)
+                    for part in self._always_run(sibling):
+                        use = self._cuda_use_in(part)
                         if use is not None:
                             return use
             elif isinstance(parent, (cst.If, cst.While)) and child is not parent.test:
@@ -251,6 +279,20 @@ class CudaVisibleDevicesMisuse(Rule):
                     return use
             child = parent
         return None
+
+    @staticmethod
+    def _always_run(statement: cst.CSTNode) -> list[cst.CSTNode]:
+        """The parts of a statement that run whenever the statement does: a simple statement line, the
+        condition of an `if`/`while`, the iterable of a `for`, the items of a `with`."""
+        if isinstance(statement, cst.SimpleStatementLine):
+            return [statement]
+        if isinstance(statement, (cst.If, cst.While)):
+            return [statement.test]
+        if isinstance(statement, cst.For):
+            return [statement.iter]
+        if isinstance(statement, cst.With):
+            return [item.item for item in statement.items]
+        return []
 
     def _cuda_use_in(self, node: cst.CSTNode) -> cst.CSTNode | None:
         for call in self._cuda_calls:
