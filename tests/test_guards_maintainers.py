@@ -416,6 +416,12 @@ SWITCHES = """
         many = utils.get_num_gpus() > 1
         if many:
             lab.cuda()
+
+    def first_free(utils, x):
+        found = utils.list_visible_cuda_devices()
+        if not found:
+            raise ValueError("no GPU")
+        return x.cuda()
 """
 
 
@@ -505,5 +511,40 @@ def test_cuda_override_body_is_guarded():
 
         def cuda(x):
             return torch.load(x)  # X
+    """
+    check(source)
+
+
+# -- 7. loops over the GPUs, lambdas in a skipped test's decorators ------------------------------
+def test_loops_over_gpu_counts():
+    source = """
+        import torch
+
+        def report(args, items):
+            for i in range(torch.cuda.device_count()):
+                torch.zeros(1).cuda(i)
+            names = [torch.ones(1).cuda(i) for i in range(args.n_gpu)]
+            for i in range(1, torch.cuda.device_count()):
+                torch.zeros(1).cuda(i)
+            for i in range(len(items)):
+                torch.zeros(1).cuda()  # X
+            return {i: torch.ones(1).cuda() for i in range(3)}  # X
+    """
+    check(source)
+
+
+def test_lambda_in_decorator_of_skipped_test():
+    source = """
+        import pytest, torch
+        from helpers import RunIf
+
+        @RunIf(min_cuda_gpus=1)
+        @pytest.mark.parametrize("loader", [lambda s, loc: s.cuda()])
+        def test_a(loader):
+            pass
+
+        @pytest.mark.parametrize("loader", [lambda s, loc: s.cuda()])  # X
+        def test_b(loader):
+            pass
     """
     check(source)

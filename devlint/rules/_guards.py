@@ -2,22 +2,55 @@
 
 A *CUDA condition* is an expression whose truth says something about CUDA:
 
-* an availability test: `torch.cuda.is_available()`, `torch.cuda.device_count()`, any call whose
-  dotted name mentions cuda/gpu (`has_cuda()`), `x.is_cuda`, a comparison with a "cuda" string
-  (`device.type == "cuda"`, `"cuda" in str(device)`), or with the NCCL backend, which needs CUDA
+* an availability test: `torch.cuda.is_available()`, `torch.cuda.device_count()`, any call that
+  asks a question and whose dotted name mentions cuda/gpu (`has_cuda()`, `utils.gpu_available()`,
+  `get_num_gpus()`; not a call that makes a value: `move_to_cuda(s)`, `t.cuda().fill_(0)`),
+  `x.is_cuda` on any name, a comparison with a "cuda" string (`device.type == "cuda"`,
+  `"cuda" in str(device)`), or with the NCCL backend, which needs CUDA
   (`dist.get_backend() == dist.Backend.NCCL`, `backend == "nccl"`);
+* a CUDA tensor type: `isinstance(x, torch.cuda.FloatTensor)` (any `torch.cuda.*Tensor`, or a tuple
+  of nothing but those), `x.type() == "torch.cuda.HalfTensor"`, `x.type().startswith("torch.cuda")`,
+  `type(x) is torch.cuda.LongTensor`;
+* a CUDA device index compared with a number, where -1 (any negative) means the CPU:
+  `device >= 0`, `device_id != -1`, `args.output_device > -1`, `0 <= gpu_idx`, `x.get_device() >= 0`
+  (true means CUDA), `device == -1`, `device < 0` (false means CUDA). An index is a name whose last
+  words are `device` or `device_id`/`_idx`/`_index`/`_ordinal` (or mention cuda/gpu); `idx`, `rank`
+  and `num_devices` are not;
 * a user's explicit switch, recognised by its name: `args.cuda`, `use_gpu`, `opt.gpu_ids`, `TEST_CUDA`,
-  `args.gpu is not None`, `args.ngpu > 0`; `no_cuda`/`cpu`-style names count inverted;
-* a name assigned from such a test anywhere in the file (`ok = torch.cuda.is_available()`).
+  `args.gpu is not None`, `args.ngpu > 0`, `cuda_device >= 0`; `no_cuda`/`cpu`-style names count
+  inverted;
+* a name assigned from such a test anywhere in the file (`ok = torch.cuda.is_available()`); a name
+  assigned a value computed with CUDA (`lab = torch.ones(1).cuda().fill_(v)`) is no test.
 
 `not`, `is None`, `== 0` on counts and `< N` invert a condition (`device_count() < 2` is false only
 with CUDA); `and`/`or` combine them.
 
-Code is *guarded* when it sits in the true branch of a condition that implies CUDA (`if`, conditional
-expression, later operand of `and`, `while`), in the false branch of one whose falsity implies CUDA
-(`else` of `if not cuda`, later operand of `or`), after an early exit (`if not cuda: return`,
-`assert cuda`), inside a function or class whose decorators skip it without CUDA, or in a module or
-class with a `pytestmark` that does; and under `if A:` in a test skipped by `skipif(A and not cuda)`.
+Code is *guarded* when it sits
+
+* in the true branch of a condition that implies CUDA (`if`, conditional expression, later operand
+  of `and`, `while`), in the false branch of one whose falsity implies CUDA (`else` of `if not cuda`,
+  later operand of `or`), after an early exit (`if not cuda: return`, `assert cuda`);
+* in a function or class whose decorators skip it without CUDA: `@pytest.mark.skipif(not cuda, ...)`,
+  `@unittest.skipUnless(cuda, ...)`; a marker defined in the file by such a call
+  (`skip_if_no_gpu = pytest.mark.skipif(...)`, `cuda_only = unittest.skipIf(...)`) or by a function that
+  applies one; a requirement keyword on a decorator call (`@RunIf(min_cuda_gpus=1)`, `min_gpus=2`,
+  `cuda=True`); a GPU string argument (`@pytest.mark.run_only_on("GPU")`); or a marker imported from
+  elsewhere whose name says so (`@requires_gpu`, `@needs_cuda`, `@gpu_only`, `@pytest.mark.gpu`,
+  `@skip_if_no_cuda`, `@skipUnlessCUDA`; not `@skip_if_cuda`, `@cpu_or_gpu`, `@withCUDA`, `@no_gpu`):
+  a marker defined in the file is read, never trusted by its name;
+* in a `pytest.param(..., marks=...)` whose marks do that, or in a module or class with such a
+  `pytestmark`;
+* in a method of a test class whose `setUp`/`setUpClass`/`setup_method` (its own or a base class's in
+  the file) skips without CUDA (`if not cuda: self.skipTest(...)`, `raise unittest.SkipTest`,
+  `pytest.skip`), the setup method itself excepted (what follows its skip is guarded by the early exit);
+* in a `def cuda(self, ...)` override, which runs only when someone calls `.cuda()`;
+* anywhere in a test file (one that imports pytest or unittest, or defines `test_*` functions) that
+  imports a compiled CUDA-only extension at top level, outside `try`: `import fused_norm_cuda`,
+  `from ops import roi_align_cuda_ext`, `amp_C`, or `torch.utils.cpp_extension.load(...)` with `.cu`
+  sources or `cuda_sources`. Such a file cannot be imported without CUDA. A library module may import
+  such an extension for one code path and serve the CPU on others, so it is not covered;
+* under `if A:` in a test skipped by `skipif(A and not cuda)`.
+
 Precision comes first, so the recognition is generous.
 """
 
@@ -60,6 +93,7 @@ def _switch_words_polarity(identifier: str) -> tuple[bool, bool]:
 
 _QUESTION_FIRST_WORDS = {"is", "has", "have", "can", "use", "using", "should", "supports", "check", "on"}
 _QUESTION_WORDS = {"available", "avail", "enabled", "supported", "count", "num", "ngpu", "ngpus", "gpus", "ok",
+                   "devices", "ids", "visible",
                    "present", "exists", "usable"}
 
 
@@ -451,6 +485,18 @@ class CudaGuards:
             return False
         if isinstance(parent, cst.While):
             return child is parent.body and self.implies(parent.test)[0]
+        if isinstance(parent, cst.For):
+            return child is parent.body and self._counts_gpus(parent.iter)
+        if isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            if child is not parent.for_in:
+                loop = parent.for_in
+                while loop is not None:
+                    if self._counts_gpus(loop.iter):
+                        return True
+                    loop = loop.inner_for_in
+            return False
+        if isinstance(parent, cst.Lambda) and child is parent.body:
+            return self._lambda_in_guarded_decorator(parent)
         if isinstance(parent, cst.BooleanOperation) and child is parent.right:
             polarity = self.implies(parent.left)
             return polarity[0] if isinstance(parent.operator, cst.And) else polarity[1]
@@ -470,6 +516,26 @@ class CudaGuards:
         if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and child.keyword is None:
             return self._param_with_guarding_marks(parent)
         return False
+
+    def _counts_gpus(self, iterable: cst.BaseExpression) -> bool:
+        """`range(torch.cuda.device_count())`, `range(1, args.n_gpu)`: a loop that runs only with a GPU."""
+        if not (isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "range"):
+            return False
+        args = [a for a in iterable.args if a.keyword is None and not a.star]
+        if len(args) == 2 and (_number(args[0].value) or 0) < 0 or not 1 <= len(args) <= 2:
+            return False
+        count = args[-1].value
+        return _is_count_like(count) and self.implies(count)[0]
+
+    def _lambda_in_guarded_decorator(self, function: cst.Lambda) -> bool:
+        """`@parametrize("map_location", [lambda s, loc: s.cuda()])` on a test skipped without CUDA:
+        the lambda runs only in that test (unlike the decorator's other arguments, which are
+        evaluated when the module is imported)."""
+        decorator = self.ctx.enclosing(function, cst.Decorator)
+        owner = self.ctx.parent(decorator) if decorator is not None else None
+        if not isinstance(owner, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        return any(self._decorator_guards(d.decorator) for d in owner.decorators if d is not decorator)
 
     def _skip_premise(self, branch: cst.If | cst.IfExp) -> bool:
         """`@skipif(A and not cuda)` on the function, then `if A:` in it: A there implies CUDA.
@@ -566,19 +632,34 @@ class CudaGuards:
         """What a marker defined in this file says: `skip_if_no_gpu = pytest.mark.skipif(not cuda, ...)`,
         `skip_no_cuda = unittest.skipIf(...)`, or a decorator function that applies such a skip.
         None when the file does not define `name` as a marker (imported, or no skip in sight)."""
-        answers = []
-        for value in self._assigned_conditions.get(name, ()):
-            if _skip_condition(value)[1] is not None or _is_mark(value):
-                answers.append(self._decorator_guards(value))
+        memo = self._marker_memo
+        if name not in memo:
+            memo[name] = None  # a marker defined through itself says nothing more
+            answers = []
+            for value in self._assigned_conditions.get(name, ()):
+                if _skip_condition(value)[1] is not None or _is_mark(value):
+                    answers.append(self._decorator_guards(value))
+            for function in self._functions_by_name.get(name, ()):
+                for call in _calls_in(function.body):
+                    if _skip_condition(call)[1] is not None:
+                        answers.append(self._decorator_guards(call))
+            memo[name] = any(answers) if answers else None
+        return memo[name]
+
+    @cached_property
+    def _classes_by_name(self) -> dict[str, cst.ClassDef]:
+        return {c.name.value: c for c in self.ctx.nodes(cst.ClassDef)}
+
+    @cached_property
+    def _marker_memo(self) -> dict[str, bool | None]:
+        return {}
+
+    @cached_property
+    def _functions_by_name(self) -> dict[str, list[cst.FunctionDef]]:
+        found: dict[str, list[cst.FunctionDef]] = {}
         for function in self.ctx.nodes(cst.FunctionDef):
-            if function.name.value != name:
-                continue
-            for call in _calls_in(function.body):
-                if _skip_condition(call)[1] is not None:
-                    answers.append(self._decorator_guards(call))
-        if not answers:
-            return None
-        return any(answers)
+            found.setdefault(function.name.value, []).append(function)
+        return found
 
     # -- unittest classes, CUDA overrides, CUDA extension tests -------------------------------------
     def _method_needs_cuda(self, function: cst.FunctionDef) -> bool:
@@ -603,9 +684,8 @@ class CudaGuards:
                 if self._skips_without_cuda(statement.body):
                     answer = True
         if not answer:  # a base class in this file that skips: `class TestHalf(CudaTestCase)`
-            classes = {c.name.value: c for c in self.ctx.nodes(cst.ClassDef)}
             for base in cls.bases:
-                base_class = classes.get(dotted_name(base.value) or "")
+                base_class = self._classes_by_name.get(dotted_name(base.value) or "")
                 if base_class is not None and base_class is not cls and self._class_skips_without_cuda(base_class):
                     answer = True
         memo[cls] = answer
