@@ -417,6 +417,27 @@ SWITCHES = """
         if many:
             lab.cuda()
 
+    class Averager:
+        def __init__(self):
+            self.stream = None
+
+        def start(self, params):
+            if any(p.is_cuda for p in params):
+                self.stream = torch.cuda.Stream()
+
+        def step(self):
+            if self.stream is not None:
+                return torch.load("gpu_state.pt")
+            else:
+                return torch.load("state.pt")  # X
+
+    def scaled(x, amp):
+        scaler = None
+        if amp:
+            scaler = torch.cuda.amp.GradScaler()
+        if scaler is not None:
+            return torch.load(x)  # X
+
     def first_free(utils, x):
         found = utils.list_visible_cuda_devices()
         if not found:

@@ -118,6 +118,19 @@ def _is_test_call(func: cst.BaseExpression) -> bool:
     )
 
 
+def _is_cuda_object(node: cst.BaseExpression) -> bool:
+    """A value that exists only with CUDA: `x.cuda()`, `torch.cuda.Stream()`, `torch.cuda.Event(...)`
+    (not `torch.cuda.amp.GradScaler()`, which is built, disabled, without CUDA)."""
+    if not isinstance(node, cst.Call):
+        return False
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
+        return True
+    if not _is_plain_dotted(node.func):
+        return False
+    parts = (dotted_name(node.func) or "").split(".")
+    return len(parts) >= 2 and parts[-2] == "cuda" and parts[-1][:1].isupper()
+
+
 def _is_cuda_type(node: cst.BaseExpression) -> bool:
     """`torch.cuda.FloatTensor` (any `torch.cuda.*Tensor`), or a tuple of nothing but such types."""
     if isinstance(node, (cst.Tuple, cst.List)):
@@ -399,13 +412,28 @@ class CudaGuards:
         return memo[name]
 
     def _name_implies(self, name: str, expr: cst.BaseExpression) -> tuple[bool, bool]:
-        for value in self._assigned_conditions.get(name, ()):
+        values = self._assigned_conditions.get(name, ())
+        for value in values:
             if value is not expr:
                 polarity = self.implies(value)
                 if polarity != NOTHING:
                     return polarity
+        if self._holds_only_cuda_objects(name, values):
+            return TRUE_ONLY
         component = last_component(expr)
         return _switch_words_polarity(component) if component else NOTHING
+
+    def _holds_only_cuda_objects(self, name: str, values) -> bool:
+        """`self.stream = None` ... `self.stream = torch.cuda.Stream()`: every value the file gives the
+        name is None or a CUDA-only object, so `if self.stream is not None:` means CUDA. A plain name
+        bound any other way (a parameter, a loop) can hold anything."""
+        if not values or not any(_is_cuda_object(v) for v in values):
+            return False
+        if not all(_is_cuda_object(v) or (isinstance(v, cst.Name) and v.value == "None") for v in values):
+            return False
+        if "." not in name:
+            return len(self.ctx.binding_sites.get(name, ())) == len(values)
+        return True
 
     def _comparison(self, expr: cst.Comparison) -> tuple[bool, bool]:
         target = expr.comparisons[0]
