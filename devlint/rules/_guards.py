@@ -20,7 +20,9 @@ A *CUDA condition* is an expression whose truth says something about CUDA:
   `args.gpu is not None`, `args.ngpu > 0`, `cuda_device >= 0`; `no_cuda`/`cpu`-style names count
   inverted;
 * a name assigned from such a test anywhere in the file (`ok = torch.cuda.is_available()`); a name
-  assigned a value computed with CUDA (`lab = torch.ones(1).cuda().fill_(v)`) is no test.
+  assigned a value computed with CUDA (`lab = torch.ones(1).cuda().fill_(v)`) is no test, but a name
+  that only ever holds None or a CUDA-only object (`self.stream = torch.cuda.Stream()`, `y = x.cuda()`;
+  a plain name bound no other way, not a parameter) is CUDA when it is not None.
 
 `not`, `is None`, `== 0` on counts and `< N` invert a condition (`device_count() < 2` is false only
 with CUDA); `and`/`or` combine them.
@@ -29,7 +31,8 @@ Code is *guarded* when it sits
 
 * in the true branch of a condition that implies CUDA (`if`, conditional expression, later operand
   of `and`, `while`), in the false branch of one whose falsity implies CUDA (`else` of `if not cuda`,
-  later operand of `or`), after an early exit (`if not cuda: return`, `assert cuda`);
+  later operand of `or`), after an early exit (`if not cuda: return`, `assert cuda`), in the body of a
+  loop over the GPUs (`for i in range(torch.cuda.device_count())`, `[... for i in range(args.n_gpu)]`);
 * in a function or class whose decorators skip it without CUDA: `@pytest.mark.skipif(not cuda, ...)`,
   `@unittest.skipUnless(cuda, ...)`; a marker defined in the file by such a call
   (`skip_if_no_gpu = pytest.mark.skipif(...)`, `cuda_only = unittest.skipIf(...)`) or by a function that
@@ -39,7 +42,8 @@ Code is *guarded* when it sits
   `@skip_if_no_cuda`, `@skipUnlessCUDA`; not `@skip_if_cuda`, `@cpu_or_gpu`, `@withCUDA`, `@no_gpu`):
   a marker defined in the file is read, never trusted by its name;
 * in a `pytest.param(..., marks=...)` whose marks do that, or in a module or class with such a
-  `pytestmark`;
+  `pytestmark`; in a lambda given to another decorator of such a test
+  (`@parametrize("map_location", [lambda s, loc: s.cuda()])`), which runs only in the test;
 * in a method of a test class whose `setUp`/`setUpClass`/`setup_method` (its own or a base class's in
   the file) skips without CUDA (`if not cuda: self.skipTest(...)`, `raise unittest.SkipTest`,
   `pytest.skip`), the setup method itself excepted (what follows its skip is guarded by the early exit);
