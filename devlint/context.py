@@ -232,6 +232,10 @@ class FileContext:
         """Names import statements bind anywhere in the file."""
         return self._imports.keys()
 
+    def imports_package(self, package: str) -> bool:
+        """Does any import statement in the file import `package` or something from it?"""
+        return any(target.split(".")[0] == package for targets in self._imports.values() for target in targets)
+
     def binds(self, name: str) -> bool:
         """Does anything in the file bind `name` (import, assignment, parameter, definition, loop)?"""
         return name in self._imports or name in self._other_bindings

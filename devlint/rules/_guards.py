@@ -775,8 +775,7 @@ class CudaGuards:
     def _is_test_file(self) -> bool:
         """Test code by its content (the context does not know the path): it imports pytest or
         unittest, or defines `test_*` functions."""
-        imported = {target.split(".")[0] for targets in self.ctx._imports.values() for target in targets}
-        if imported & {"pytest", "unittest"}:
+        if self.ctx.imports_package("pytest") or self.ctx.imports_package("unittest"):
             return True
         return any(f.name.value.startswith("test_") for f in self.ctx.nodes(cst.FunctionDef))
 
