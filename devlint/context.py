@@ -114,7 +114,7 @@ class FileContext:
             return set()
         root, _, rest = dotted.partition(".")
         targets = self._imports.get(root)
-        if root in self._other_bindings:
+        if self._shadowed(root, node):
             return set()
         if targets is None:
             return {dotted}
@@ -169,10 +169,72 @@ class FileContext:
             names.update(node.name.value for node in self.nodes(kind))
         return names
 
+    @cached_property
+    def _shadowing_regions(self) -> dict[str, list[cst.CSTNode | None]]:
+        """Name -> where its non-import bindings live: None for the module (or a class body's own
+        scope seen from outside, or a `global`/`nonlocal` name: everywhere), else the function,
+        lambda or comprehension whose scope they belong to.
+
+        A parameter `t` of one function says nothing about `t` elsewhere in the file: with
+        `import torch as t`, `t.load(path)` at module level or in another function is torch's.
+        """
+        declared_outside = {
+            name.name.value
+            for kind in (cst.Global, cst.Nonlocal)
+            for node in self.nodes(kind)
+            for name in node.names
+        }
+        regions: dict[str, list[cst.CSTNode | None]] = {}
+
+        def add(name: str, site: cst.CSTNode, skip_comprehensions: bool = False) -> None:
+            region = None if name in declared_outside else self._binding_region(site, skip_comprehensions)
+            found = regions.setdefault(name, [])
+            if region not in found:
+                found.append(region)
+
+        for name, sites in self.binding_sites.items():
+            for site in sites:
+                parent = self.parent(site)
+                add(name, site, skip_comprehensions=isinstance(parent, cst.NamedExpr))
+        for kind in (cst.FunctionDef, cst.ClassDef):
+            for node in self.nodes(kind):
+                add(node.name.value, node)
+        return regions
+
+    def _binding_region(self, site: cst.CSTNode, skip_comprehensions: bool) -> cst.CSTNode | None:
+        kinds: tuple[type, ...] = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+        if not skip_comprehensions:
+            kinds += (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+        if isinstance(site, cst.Param):
+            return self.enclosing(site, (cst.FunctionDef, cst.Lambda))
+        node = site
+        for ancestor in self.ancestors(site):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and node is ancestor.name:
+                node = ancestor  # a definition binds its name in the scope around it
+                continue
+            if isinstance(ancestor, kinds):
+                # a class body is no scope for the functions in it: treat it as the whole file
+                return None if isinstance(ancestor, cst.ClassDef) else ancestor
+            node = ancestor
+        return None
+
+    def _shadowed(self, name: str, node: cst.CSTNode) -> bool:
+        """Does a non-import binding of `name` (an assignment, parameter, definition, loop) reach `node`?"""
+        regions = self._shadowing_regions.get(name)
+        if not regions:
+            return False
+        if None in regions:
+            return True
+        return any(ancestor in regions for ancestor in self.ancestors(node))
+
     @property
     def imported_names(self):
         """Names import statements bind anywhere in the file."""
         return self._imports.keys()
+
+    def imports_package(self, package: str) -> bool:
+        """Does any import statement in the file import `package` or something from it?"""
+        return any(target.split(".")[0] == package for targets in self._imports.values() for target in targets)
 
     def binds(self, name: str) -> bool:
         """Does anything in the file bind `name` (import, assignment, parameter, definition, loop)?"""
@@ -205,7 +267,7 @@ class FileContext:
 
     def is_imported_module(self, node: cst.CSTNode) -> bool:
         """True when `node` is a name bound only by import statements (so `node.f()` is a function call)."""
-        return isinstance(node, cst.Name) and node.value in self._imports and node.value not in self._other_bindings
+        return isinstance(node, cst.Name) and node.value in self._imports and not self._shadowed(node.value, node)
 
     @cached_property
     def torch_alias(self) -> str | None:
