@@ -294,6 +294,13 @@ class FileContext:
 
         return KindInference(self, approximate=True)
 
+    @property
+    def placement(self):
+        """Where values live (CPU, the run's device, unknown): devlint.rules._placement."""
+        from devlint.rules._placement import placement
+
+        return placement(self)
+
 
 def target_names(target: cst.CSTNode) -> list[cst.Name]:
     """The names an assignment (or `del`) target binds: `a`, `a, (b, *c)`; not attributes or subscripts."""

@@ -62,6 +62,15 @@ class CudaCall(Rule):
       (`@pytest.mark.run_only_on('GPU')`), a module with
       `pytestmark = pytest.mark.skipif(...)`, and `if torch.__version__ == 'parrots':` in a test
       skipped by `skipif(torch.__version__ == 'parrots' and not torch.cuda.is_available(), ...)`.
+    - GPU-only tests as maintainers mark them: a marker alias defined in the file
+      (`gpu_only = pytest.mark.skipif(not torch.cuda.is_available(), reason=...)`, then `@gpu_only`), an
+      imported marker whose name requires CUDA (`@skip_if_no_cuda`, `@needs_gpu`), a requirement keyword
+      (`@RunIf(min_cuda_gpus=1)`), a test class whose `setUp` calls `self.skipTest(...)` without CUDA, and
+      a test file that imports a compiled CUDA-only extension at top level (`import fused_norm_cuda`).
+    - GPU-index and CUDA-type checks: `if device >= 0:`, `if device_id != -1:`, `if x.get_device() > -1:`,
+      `if isinstance(x, torch.cuda.FloatTensor):`, `if x.type() == 'torch.cuda.HalfTensor':`; loops over
+      the GPUs (`for i in range(torch.cuda.device_count()):`); a name that holds None or a CUDA-only
+      object (`if self.stream is not None:` after `self.stream = torch.cuda.Stream()`).
     - The body of a method named `cuda`, e.g. `def cuda(self, device=None):` (it implements the API).
     - Functions of the `torch.cuda` module such as `torch.cuda.manual_seed(0)`: not a `.cuda()` method call.
     - Functions merely named `cuda`: `cuda(x)`, `utils.cuda(x)` on an imported module.
@@ -88,6 +97,25 @@ class CudaCall(Rule):
         "import pytest, torch\npytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
         "def test():\n    x.cuda()\n",
         "class M:\n    def cuda(self, device=None):\n        return super().cuda(device)\n",
+        "import pytest, torch\ngpu_only = pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+        "@gpu_only\ndef test():\n    y = torch.ones(2).cuda()\n",
+        "from helpers import skip_if_no_cuda\n@skip_if_no_cuda\ndef test(x):\n    y = x.cuda()\n",
+        "from helpers import needs_gpu\n@needs_gpu\ndef test(x):\n    y = x.cuda()\n",
+        "from tests.helpers import RunIf\n@RunIf(min_cuda_gpus=1)\ndef test(x):\n    y = x.cuda()\n",
+        "import torch, unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
+        "        if not torch.cuda.is_available():\n            self.skipTest('gpu')\n"
+        "    def test(self):\n        y = torch.ones(2).cuda()\n",
+        "import torch\nimport fused_norm_cuda\ndef test_norm():\n    y = torch.ones(2).cuda()\n"
+        "    fused_norm_cuda.forward(y)\n",
+        "def f(x, device):\n    if device >= 0:\n        y = x.cuda()\n    return x\n",
+        "def f(x, device_id):\n    if device_id != -1:\n        y = x.cuda()\n    return x\n",
+        "def f(x, w):\n    if x.get_device() > -1:\n        v = w.cuda()\n    return w\n",
+        "import torch\ndef f(x, w):\n    if isinstance(x, torch.cuda.FloatTensor):\n        v = w.cuda()\n",
+        "def f(x, w):\n    if x.type() == 'torch.cuda.HalfTensor':\n        v = w.cuda()\n",
+        "import torch\nfor i in range(torch.cuda.device_count()):\n    y = torch.ones(2).cuda()\n",
+        "import torch\nclass E:\n    def __init__(self):\n        self.stream = None\n"
+        "    def start(self):\n        self.stream = torch.cuda.Stream()\n"
+        "    def step(self, x):\n        if self.stream is not None:\n            y = x.cuda()\n",
         "import torch\ntorch.cuda.manual_seed(0)\n",
         "def cuda(x):\n    return x\ny = cuda(x)\n",
         "import utils\ny = utils.cuda(x)\n",
