@@ -344,3 +344,17 @@ def _assert_no_query_before_a_setting(source: str, fixed: str) -> None:
     for i in written:
         if not lines[i].startswith((" ", "\t")):
             assert all(not lines[s].startswith((" ", "\t")) and s < i for s in settings), fixed
+
+
+def test_a_main_block_that_sets_the_variable_gets_its_definition_after_the_setting():
+    source = ("import torch\n\nclass Net(torch.nn.Module):\n    pass\n\nif __name__ == '__main__':\n    import os\n"
+              "    os.environ['CUDA_VISIBLE_DEVICES'] = '0, 1'\n    x = torch.rand(4).cuda()\n    model = Net().cuda()\n")
+    fixed = fixed_and_idempotent(source)
+    assert fixed == source.replace("    x = torch.rand(4).cuda()\n", "    " + DEVICE + "\n    x = torch.rand(4).to(device)\n").replace(
+        "Net().cuda()", "Net().to(device)")
+    assert not _dl008(fixed)
+
+
+def test_a_main_block_site_before_the_setting_is_display_only():
+    source = "import os, torch\nif __name__ == '__main__':\n    x = torch.rand(4).cuda()\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
+    assert applicabilities(source) == ["display-only"]

@@ -37,7 +37,9 @@ queries CUDA where it runs. So it goes where it runs no earlier than the code th
   new local would capture). Per pass the fixer writes one definition per function, before the
   earliest statement that holds a site; fixes in later statements wait for the next pass, which
   reuses the definition as a dominating binding. A function whose body is on the `def` line
-  (`def f(): return x.cuda()`) has no statement to put it before: display-only.
+  (`def f(): return x.cuda()`) has no statement to put it before: display-only. A site in the
+  body of `if __name__ == "__main__":` where no module-level definition may go (a
+  `CUDA_VISIBLE_DEVICES` setting) is placed the same way in that body, when nothing binds the name.
 - **Never before a `CUDA_VISIBLE_DEVICES` assignment on the same execution path**
   (`os.environ["CUDA_VISIBLE_DEVICES"] = ...`, `os.environ.setdefault`/`update`, `os.putenv`,
   `monkeypatch.setenv`, or an `os.environ` write whose key is not a literal): querying CUDA first
@@ -97,9 +99,9 @@ def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | 
 @dataclass(frozen=True)
 class Placement:
     """Where the fixer defines the device for one fix site: at module level after the imports
-    (`function` None), or in `function`, right before `statement` of its body."""
+    (`function` None), or in `function` (or the main block's `if`), right before `statement` of its body."""
 
-    function: cst.FunctionDef | None = None
+    function: cst.FunctionDef | cst.If | None = None
     statement: cst.BaseStatement | None = None
 
 
@@ -126,9 +128,24 @@ def _placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placeme
     at_import, function, statement = _evaluation_site(ctx, node)
     if (at_import or script_evidence(ctx)) and _can_insert(ctx, node, name, found):
         return MODULE_LEVEL
+    if function is None and found is _UNBOUND:
+        function, statement = _main_block_site(ctx, node)  # the main block: a body run once, like main()'s
     if function is not None and statement is not None and _can_define_locally(ctx, function, statement, name):
         return Placement(function, statement)
     return None
+
+
+def _main_block_site(ctx: FileContext, node: cst.CSTNode):
+    """(the top-level `if __name__ == "__main__":`, the statement of its body holding `node`) or Nones."""
+    path = [node]
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None, None
+        if (isinstance(ancestor, cst.If) and path[-1] is ancestor.body and isinstance(ancestor.body, cst.IndentedBlock)
+                and isinstance(ctx.parent(ancestor), cst.Module) and _is_main_check(ancestor.test)):
+            return ancestor, path[-2] if len(path) >= 2 else None
+        path.append(ancestor)
+    return None, None
 
 
 def _evaluation_site(ctx: FileContext, node: cst.CSTNode):
@@ -162,7 +179,7 @@ def _can_define_locally(ctx: FileContext, function: cst.FunctionDef, statement: 
     facts = _facts(ctx)
     if not facts.settings:
         return True
-    if function.name.value in facts.called_before_setting:
+    if isinstance(function, cst.FunctionDef) and function.name.value in facts.called_before_setting:
         return False
     index = _index(function.body.body, statement)
     for event in facts.events_in(function):
@@ -312,7 +329,8 @@ class _Facts:
         """Settings in `function` and calls from it to functions that set the variable."""
         events = [s for s in self.settings if _inside(self.ctx, s, function)]
         setters = self.setters
-        events += [c for c in self._calls_in(function) if _called_name(c) in setters]
+        calls = self._calls_in(function) if isinstance(function, cst.FunctionDef) else _subtree(function, cst.Call)
+        events += [c for c in calls if _called_name(c) in setters]
         return events
 
     @property
