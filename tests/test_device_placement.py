@@ -358,3 +358,15 @@ def test_a_main_block_that_sets_the_variable_gets_its_definition_after_the_setti
 def test_a_main_block_site_before_the_setting_is_display_only():
     source = "import os, torch\nif __name__ == '__main__':\n    x = torch.rand(4).cuda()\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
     assert applicabilities(source) == ["display-only"]
+
+
+def test_a_local_definition_after_a_star_import_is_called_underscore_device():
+    source = "from torch import *\nimport torch\ndef f(x):\n    return x.cuda()\n"
+    assert fixed_and_idempotent(source) == (
+        "from torch import *\nimport torch\ndef f(x):\n    _" + DEVICE + "\n    return x.to(_device)\n"
+    )
+
+
+def test_an_enclosing_functions_device_parameter_is_reused_by_a_nested_function():
+    source = "import torch\ndef outer(device):\n    def inner(x):\n        return x.cuda()\n    return inner\n"
+    assert fix(source) == source.replace("x.cuda()", "x.to(device)")

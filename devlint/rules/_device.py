@@ -173,10 +173,9 @@ def _can_define_locally(ctx: FileContext, function: cst.FunctionDef, statement: 
                         name: str) -> bool:
     """Does `name = ...` right before `statement` of `function`'s body bind it for the site, changing
     nothing else and querying CUDA before no `CUDA_VISIBLE_DEVICES` setting?"""
-    for each in ctx.nodes(cst.Name):
-        if each.value == name and _is_variable(ctx, each) and _inside(ctx, each, function):
-            return False  # a read, `global`/`nonlocal`, or a binding the new local would change
     facts = _facts(ctx)
+    if any(_inside(ctx, each, function) for each in facts.mentions(name)):
+        return False  # a read, `global`/`nonlocal`, or a binding the new local would change
     if not facts.settings:
         return True
     if isinstance(function, cst.FunctionDef) and function.name.value in facts.called_before_setting:
@@ -224,7 +223,7 @@ _SETUP_ROOTS = frozenset({"logging", "warnings", "__all__", "sys", "logger", "_l
                           "LOG", "typing"})
 _SETUP_CALLS = frozenset({"setLevel", "addHandler", "basicConfig", "filterwarnings", "simplefilter",
                           "dictConfig", "captureWarnings", "disable_warnings", "load_library", "wrap",
-                          "set_printoptions", "install", "extend", "append", "update"})
+                          "set_printoptions", "install", "extend", "append", "update", "use"})
 
 
 def script_evidence(ctx: FileContext) -> bool:
@@ -296,6 +295,13 @@ class _Facts:
         self._setters: set[str] | None = None
         self._called_before: set[str] | None = None
         self._calls: dict[int, list[cst.Call]] | None = None
+
+    def mentions(self, name: str) -> list[cst.Name]:
+        """The names `name` that are variables (not attributes, keywords)."""
+        cache = self.__dict__.setdefault("_mentions", {})
+        if name not in cache:
+            cache[name] = [n for n in self.ctx.nodes(cst.Name) if n.value == name and _is_variable(self.ctx, n)]
+        return cache[name]
 
     @property
     def setters(self) -> set[str]:
