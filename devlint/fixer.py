@@ -1,4 +1,5 @@
-"""Apply chosen fixes to a source text and define `device` where a fix needs it."""
+"""Apply chosen fixes to a source text and define `device` where a fix needs it (at module level, or
+in the function that runs the fix: see devlint.rules._device)."""
 
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
     site, right before the statement of its body that holds the site. Per function one definition
     per pass, before the earliest such statement; the fixes of later statements wait for the next
     pass, which finds the definition bound and reuses it. A pass that defines the device at module
-    level defines none in functions: the next pass reuses the module's where it reaches. (`apply` and `define` stand for
-    `apply_edits` and `define_device`: the engine passes its own names, which tests may replace.)
+    level defines none in functions: the next pass reuses the module's where it reaches.
+    (`apply` and `define` stand for `apply_edits` and `define_device`: the engine passes its own
+    names, which tests may replace.)
     """
     apply = apply or apply_edits
     define = define or define_device
