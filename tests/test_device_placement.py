@@ -11,7 +11,6 @@ the same path. And a name is reused only when it is known to hold a device.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -20,7 +19,13 @@ from devlint.config import Config
 from devlint.context import FileContext
 from devlint.engine import check_source
 from devlint.rules import ALL_RULES
-from devlint.rules._device import MODULE_LEVEL, definition_placement, device_reference, script_evidence
+from devlint.rules._device import (
+    MODULE_LEVEL,
+    definition_placement,
+    device_reference,
+    device_source,
+    script_evidence,
+)
 from tests.helpers import ROOT, fix, lint
 
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
@@ -370,3 +375,34 @@ def test_a_local_definition_after_a_star_import_is_called_underscore_device():
 def test_an_enclosing_functions_device_parameter_is_reused_by_a_nested_function():
     source = "import torch\ndef outer(device):\n    def inner(x):\n        return x.cuda()\n    return inner\n"
     assert fix(source) == source.replace("x.cuda()", "x.to(device)")
+
+
+# -- 5. `self.device` (offered by `device_source`, for rules that write an expression) -------------------
+
+def _source_at_cuda_call(source: str):
+    ctx = FileContext(cst.parse_module(source))
+    [call] = [c for c in ctx.nodes(cst.Call) if ctx.code(c) == "x.cuda()"]
+    return device_source(ctx, call), device_reference(ctx, call)
+
+
+@pytest.mark.parametrize("init, other, expected", [
+    ("self.device = torch.device(args.device)", "", ("self.device", False)),
+    ("self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')", "", ("self.device", False)),
+    ("self.device = torch.device('cpu')", "", ("device", True)),  # not where `.cuda()` put it
+    ("self.device = args.device_name", "", ("device", True)),  # not known to be a device
+    ("if args:\n            self.device = torch.device(args.device)", "", ("device", True)),  # on a branch
+    ("self.device = torch.device(args.device)", "    def to_cpu(self):\n        self.device = 'cpu'\n", ("device", True)),
+    ("self.device = torch.device(args.device)", "    def device(self):\n        return 1\n", ("device", True)),
+])
+def test_self_device_is_offered_only_when_the_class_sets_it_from_a_device(init, other, expected):
+    source = (f"import torch\nclass R:\n    def __init__(self, args):\n        {init}\n{other}"
+              "    def step(self, x):\n        return x.cuda()\n")
+    source_answer, reference_answer = _source_at_cuda_call(source)
+    assert source_answer == expected
+    assert reference_answer == ("device", True)  # old callers get names only
+
+
+def test_a_bound_device_name_comes_before_self_device():
+    source = ("import torch\nclass R:\n    def __init__(self, args):\n        self.device = torch.device(args.device)\n"
+              "    def step(self, x, device):\n        return x.cuda()\n")
+    assert _source_at_cuda_call(source)[0] == ("device", False)

@@ -7,7 +7,11 @@ as `get_device()`), or an assignment from `torch.device(...)`, a conditional exp
 an attribute named `device` (`x.device`, `args.device`). A parameter whose default is `None`, an
 int, a string or anything else is not (`def cuda(self, device=None)`: `.to(None)` is a no-op;
 `device="cuda:1"` picks another GPU), whatever its annotation, and neither are `*device` and
-`**device`. Certainly bound: a parameter, or an assignment earlier in a block that holds the use
+`**device`. `device_source` (for rules that write an expression, not a name; `device_reference`
+keeps returning names only) also offers `self.device` in a method other than `__init__` when the
+class's `__init__` sets it from such a device value in a statement of its body and nothing else in
+the file assigns an attribute of that name (no branch, no other object's, no `device` method).
+Certainly bound: a parameter, or an assignment earlier in a block that holds the use
 (not one on a branch, in a loop or in a `try` that may not have run), and no `del` of the name in
 reach. A name bound to anything else (a plain string, a function, an import, a loop variable, such
 a parameter) is never used: the fix becomes display-only.
@@ -94,6 +98,83 @@ def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | 
         if found is _UNBOUND and any(n.value == definition for n in ctx.nodes(cst.Name)):
             return None  # read without a binding in the file: it comes from somewhere devlint cannot see
     return (definition, True) if _placement(ctx, node, definition, found) is not None else None
+
+
+def device_source(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | None:
+    """Like `device_reference`, but the text may be an expression, not only a name: `self.device`
+    (see `_own_device_attribute`) comes before a definition. For rules that write the text as an
+    expression (`cst.parse_expression`), not as a `cst.Name`."""
+    name = ctx.options.device_name
+    found = _reuse(ctx, node, name)
+    if found is None or isinstance(found, tuple):
+        return found
+    attribute = _own_device_attribute(ctx, node, name)
+    if attribute is not None:
+        return (attribute, False)
+    return device_reference(ctx, node)
+
+
+def _own_device_attribute(ctx: FileContext, node: cst.CSTNode, name: str) -> str | None:
+    """`self.device` in a method (not `__init__`) of a class whose `__init__` sets `self.device` from a
+    device value (one that may be CUDA) in a statement of its body, and that binds the attribute to
+    nothing else anywhere in the file (no other assignment, no `device` method or property)."""
+    method = ctx.enclosing(node, (cst.FunctionDef, cst.Lambda))
+    if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
+        return None
+    body = ctx.parent(method)
+    cls = ctx.parent(body) if isinstance(body, cst.IndentedBlock) else None
+    if not isinstance(cls, cst.ClassDef) or method.decorators:
+        return None
+    params = method.params.params
+    if not params or method.params.posonly_params:
+        return None
+    receiver = params[0].name.value
+    if any(each.value == receiver for each in _facts(ctx).mentions(receiver)
+           if _inside(ctx, each, method) and _binds(ctx, each)):
+        return None  # `self = ...` in the method
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None or not isinstance(init.body, cst.IndentedBlock) or not init.params.params:
+        return None
+    init_self = init.params.params[0].name.value
+    assigned_in_init = False
+    for statement in init.body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                        and _is_self_attribute(small.targets[0].target, init_self, name)
+                        and _may_be_cuda_device(small.value)):
+                    assigned_in_init = True
+    if not assigned_in_init:
+        return None
+    for target in ctx.nodes(cst.Attribute):
+        if target.attr.value == name and _is_assigned(ctx, target):
+            statement = ctx.parent(ctx.parent(target)) if isinstance(ctx.parent(target), cst.AssignTarget) else None
+            if not (isinstance(statement, cst.Assign) and ctx.enclosing(statement, (cst.FunctionDef,)) is init
+                    and ctx.parent(ctx.parent(statement)) is init.body and _may_be_cuda_device(statement.value)):
+                return None  # set elsewhere (another object's, a subclass's, a branch): not known
+    if any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in cls.body.body):
+        return None
+    return f"{receiver}.{name}"
+
+
+def _is_self_attribute(target: cst.BaseExpression, receiver: str, name: str) -> bool:
+    return (isinstance(target, cst.Attribute) and target.attr.value == name
+            and isinstance(target.value, cst.Name) and target.value.value == receiver)
+
+
+def _is_assigned(ctx: FileContext, node: cst.CSTNode) -> bool:
+    parent = ctx.parent(node)
+    if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) or isinstance(parent, cst.Del):
+        return True
+    if isinstance(parent, (cst.Element, cst.StarredElement)):
+        return True  # `a, self.device = ...` (conservatively: any tuple or list holding it)
+    return isinstance(parent, (cst.For, cst.CompFor, cst.WithItem, cst.AsName, cst.NamedExpr))
+
+
+def _binds(ctx: FileContext, name: cst.Name) -> bool:
+    parent = ctx.parent(name)
+    return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.AsName,
+                               cst.NamedExpr, cst.Element, cst.StarredElement, cst.NameItem))
 
 
 @dataclass(frozen=True)
