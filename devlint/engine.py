@@ -15,7 +15,7 @@ import libcst as cst
 from devlint.complexity import MAX_DEPTH, THREAD_DEPTH, Unanalysable, cannot_parse, over_limit, run_with_big_stack
 from devlint.config import Config
 from devlint.context import FileContext
-from devlint.fixer import UnplaceableDefinition, apply_edits, define_device
+from devlint.fixer import UnplaceableDefinition, apply_edits, apply_fixes, define_device
 from devlint.prefilter import TooComplex, parse_quietly, summarise
 from devlint.model import Applicability, FileError, FileResult, Finding, Fix
 from devlint.source import SourceError, decode
@@ -290,14 +290,13 @@ def fix_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str
         if passes == 0:
             budget = MAX_FIX_PASSES * len(chosen)
         passes += 1
-        updated, applied = apply_edits(current, chosen)
-        if any(f.fix.needs_device for f in applied):
-            try:
-                updated = define_device(updated, config.fix_options)
-            except UnplaceableDefinition:
-                # Only the fixes that need no new definition; the others stay reported.
-                can_define = False
-                updated, applied = apply_edits(current, [f for f in chosen if not f.fix.needs_device])
+        try:
+            # A fix that needs a device gets its definition where it runs (see devlint.rules._device).
+            updated, applied = apply_fixes(current, chosen, config.fix_options, apply_edits, define_device)
+        except UnplaceableDefinition:
+            # Only the fixes that need no new definition; the others stay reported.
+            can_define = False
+            updated, applied = apply_edits(current, [f for f in chosen if not f.fix.needs_device])
         if updated == current:
             return current, applied_all, findings
         digest = _digest(updated)

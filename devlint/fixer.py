@@ -1,4 +1,5 @@
-"""Apply chosen fixes to a source text and define `device` where a fix needs it."""
+"""Apply chosen fixes to a source text and define `device` where a fix needs it (at module level, or
+in the function that runs the fix: see devlint.rules._device)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,17 @@ import re
 
 import libcst as cst
 
-from devlint.context import FixOptions
+from devlint.context import FileContext, FixOptions
 from devlint.model import Edit, Finding, Position
-from devlint.rules._device import definition_name, device_expression, has_star_import, insertion_index
+from devlint.rules._device import (
+    MODULE_LEVEL,
+    definition_name,
+    definition_placement,
+    device_expression,
+    has_star_import,
+    insertion_index,
+    statement_start,
+)
 from devlint.syntax import module_torch_alias
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -25,10 +34,139 @@ def offset(offsets: list[int], position: Position) -> int:
     return offsets[position.line - 1] + position.column
 
 
-def apply_edits(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]:
-    """Apply the edits of non-overlapping fixes (first come, first served); return text and the applied."""
+def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=None, define=None
+                ) -> tuple[str, list[Finding]]:
+    """Apply the fixes, defining the device where those that need one run (see devlint.rules._device).
+
+    A definition goes at module level after the imports, or into the function that runs the fix
+    site, right before the statement of its body that holds the site. Per function one definition
+    per pass, before the earliest such statement; the fixes of later statements wait for the next
+    pass, which finds the definition bound and reuses it. A pass that defines the device at module
+    level defines none in functions: the next pass reuses the module's where it reaches.
+    (`apply` and `define` stand for `apply_edits` and `define_device`: the engine passes its own
+    names, which tests may replace.)
+    """
+    apply = apply or apply_edits
+    define = define or define_device
+    if not any(f.fix.needs_device for f in findings):
+        return apply(text, findings)
+    module = cst.parse_module(text)
+    ctx = FileContext(module, options)
+    placements: dict[int, object] = {}
+    for finding in findings:
+        if finding.fix.needs_device:
+            node = _node_at(ctx, finding.fix.edits[0].start) if finding.fix.edits else None
+            placements[id(finding)] = definition_placement(ctx, node) if node is not None else None
+    # A module-level definition comes first: the next pass may find that it reaches the other sites.
+    module_level = any(p is MODULE_LEVEL for p in placements.values())
+    earliest: dict[int, tuple[int, object]] = {}  # per function: the first statement holding a site
+    for finding in findings:
+        placement = placements.get(id(finding))
+        if placement is not None and placement is not MODULE_LEVEL and not module_level:
+            index = _position(placement.function.body.body, placement.statement)
+            if id(placement.function) not in earliest or index < earliest[id(placement.function)][0]:
+                earliest[id(placement.function)] = (index, placement)
+    chosen = []
+    for finding in findings:
+        if not finding.fix.needs_device:
+            chosen.append(finding)
+            continue
+        placement = placements[id(finding)]
+        if placement is MODULE_LEVEL or (
+            placement is not None and not module_level
+            and earliest[id(placement.function)][1].statement is placement.statement
+        ):
+            chosen.append(finding)
+    name = definition_name(options.device_name, has_star_import(module))
+    if name is None:
+        raise UnplaceableDefinition("no name for the device definition")
+    torch_name = module_torch_alias(module) or "torch"
+    expression = device_expression(options.device_expression, torch_name)
+    insertions = {key: _local_definition(ctx, text, placement, f"{name} = {expression}")
+                  for key, (_, placement) in earliest.items()}
+    while True:
+        first = [insertions[key] for key in insertions]
+        updated, applied = apply(text, chosen, first=first) if first else apply(text, chosen)
+        used = {id(placements[id(f)].function) for f in applied
+                if f.fix.needs_device and placements[id(f)] is not MODULE_LEVEL}
+        unused = [key for key in insertions if key not in used]
+        if not unused:
+            break
+        for key in unused:  # its fixes clashed with others: no definition without a use
+            del insertions[key]
+    if any(f.fix.needs_device and placements[id(f)] is MODULE_LEVEL for f in applied):
+        updated = define(updated, options)
+    elif insertions:
+        updated = _import_torch(updated)
+        try:
+            cst.parse_module(updated)
+        except cst.ParserSyntaxError:
+            raise UnplaceableDefinition("the local definition does not parse") from None
+    return updated, applied
+
+
+def _position(sequence, item) -> int:
+    return next((i for i, each in enumerate(sequence) if each is item), -1)
+
+
+def _node_at(ctx: FileContext, position: Position) -> cst.CSTNode | None:
+    """The deepest node that starts at `position` or contains it.
+
+    (Ranges do not nest with decorators: a block's range starts at its first statement's `def`,
+    after that statement's decorators; so every node of the top-level statement is looked at.)
+    """
+    where = (position.line, position.column)
+
+    def contains(node: cst.CSTNode) -> bool:
+        code_range = ctx.positions.get(node)
+        if code_range is None:
+            return False
+        start = (code_range.start.line, code_range.start.column)
+        end = (code_range.end.line, code_range.end.column)
+        return start <= where < end or start == where == end
+
+    found, depth = None, -1
+    for statement in ctx.module.body:
+        if not (contains(statement) or any(contains(d) for d in getattr(statement, "decorators", ()))):
+            continue
+        stack = [(statement, 0)]
+        while stack:
+            node, level = stack.pop()
+            if level > depth and (node is statement or node in ctx.parents) and contains(node):
+                found, depth = node, level  # (whitespace nodes are not in the analysis' tree)
+            stack.extend((child, level + 1) for child in node.children)
+        break
+    return found
+
+
+def _local_definition(ctx: FileContext, text: str, placement, definition: str) -> Edit:
+    """An insertion of `definition` on its own line right before `placement.statement`, indented like it.
+
+    It goes after the form feeds that start the statement's line (they stay first on the line,
+    where they were), indented with what follows them.
+    """
+    start = ctx.positions[statement_start(placement.statement)].start
+    rendered = _NEWLINE.split(ctx.module.code)[start.line - 1]
+    line = _NEWLINE.split(text)[start.line - 1]
+    rendered_head = rendered[: rendered.rfind("\f", 0, start.column) + 1]
+    indentation = line[: len(line) - len(line.lstrip(" \t\f"))]
+    indentation = indentation[indentation.rfind("\f") + 1:]
+    if not _INDENT.fullmatch(indentation) or not rendered[: start.column].strip(" \t\f") == "":
+        raise UnplaceableDefinition("the statement holding the fix is not where its line starts")
+    ending = _NEWLINE.search(text, line_offsets(text)[start.line - 1])
+    newline = ending.group() if ending is not None else ctx.module.default_newline
+    at = Position(start.line, len(rendered_head))
+    return Edit(at, at, f"{indentation}{definition}{newline}")
+
+
+def apply_edits(text: str, findings: list[Finding], first: list[Edit] = ()) -> tuple[str, list[Finding]]:
+    """Apply the edits of non-overlapping fixes (first come, first served); return text and the applied.
+
+    The `first` edits (insertions of definitions) are always applied; a fix that clashes with one
+    waits for the next pass.
+    """
     span = _locator(text)
-    chosen: list[tuple[int, int, Edit]] = []
+    chosen: list[tuple[int, int, Edit]] = [(*span(e.start, e.end), e) for e in first]
     applied: list[Finding] = []
     for finding in sorted(findings, key=lambda f: (f.start, f.code)):
         assert finding.fix is not None
@@ -39,7 +177,8 @@ def apply_edits(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]
         applied.append(finding)
     pieces = []
     cursor = 0
-    for start, end, edit in sorted(chosen, key=lambda item: (item[0], item[1])):
+    firsts = {id(e) for e in first}
+    for start, end, edit in sorted(chosen, key=lambda item: (item[0], item[1], id(item[2]) not in firsts)):
         pieces.append(text[cursor:start])
         pieces.append(edit.content)
         cursor = end
@@ -143,16 +282,24 @@ def define_device(text: str, options: FixOptions) -> str:
     body.insert(insertion_index(module), statement)
     module = module.with_changes(body=body)
     text = _splice_insertion(text, original.code, module.code)
-    if torch_name is None:
-        # Imported here: libcst.codemod costs a quarter second at start-up, and few runs need it.
-        from libcst.codemod import CodemodContext
-        from libcst.codemod.visitors import AddImportsVisitor
+    return text if torch_name is not None else _add_torch_import(text, module)
 
-        context = CodemodContext()
-        AddImportsVisitor.add_needed_import(context, "torch")
-        original, module = module, AddImportsVisitor(context).transform_module(module)
-        text = _splice_insertion(text, original.code, module.code)
-    return text
+
+def _import_torch(text: str) -> str:
+    """`import torch` where nothing binds torch (a local definition needs it too)."""
+    module = cst.parse_module(text)
+    return text if module_torch_alias(module) is not None else _add_torch_import(text, module)
+
+
+def _add_torch_import(text: str, module: cst.Module) -> str:
+    # Imported here: libcst.codemod costs a quarter second at start-up, and few runs need it.
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    context = CodemodContext()
+    AddImportsVisitor.add_needed_import(context, "torch")
+    original, module = module, AddImportsVisitor(context).transform_module(module)
+    return _splice_insertion(text, original.code, module.code)
 
 
 def _splice_insertion(text: str, roundtrip: str, updated: str) -> str:

@@ -115,7 +115,12 @@ def test_comments_and_formatting_around_a_fix_are_kept():
         "    return y\n"
     )
     fixed = fix(source)
+    # a library function: the definition goes into it, before the statement (after its comment)
     assert fixed == source.replace(".cuda()  # here", ".to(device)  # here").replace(
+        "    y = (\n", "    " + DEVICE + "    y = (\n"
+    )
+    script = source + "\nif __name__ == '__main__':\n    f(1)\n"
+    assert fix(script) == script.replace(".cuda()  # here", ".to(device)  # here").replace(
         "import torch\n", "import torch\n" + DEVICE
     )
 

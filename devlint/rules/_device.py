@@ -1,27 +1,71 @@
-"""Which name a fix may write for "the device", and whether the fixer must define it.
+"""Which name a fix may write for "the device", and where the fixer must define it.
 
-A fix that writes `device` reuses a binding already in scope when that binding is a device (a
-function parameter, or an assignment from `torch.device(...)`, a conditional expression, a call or
-an attribute named `device`: `x.device`, `args.device`) and is certainly bound where the fix writes
-it: a parameter, or an assignment earlier in a block that holds the use (not one on a branch, in a
-loop or in a `try` that may not have run), and no `del` of the name in reach. A name bound to
-anything else (a plain string such as "cuda", a function, an import, a loop variable) is never used:
-the fix becomes display-only.
+A fix that writes `device` reuses a binding already in scope when that binding is known to hold a
+device and is certainly bound where the fix writes it. A device binding is a parameter without a
+default (or whose default is a device value that may be CUDA: `torch.device("cuda")`, a call such
+as `get_device()`), or an assignment from `torch.device(...)`, a conditional expression, a call or
+an attribute named `device` (`x.device`, `args.device`). A parameter whose default is `None`, an
+int, a string or anything else is not (`def cuda(self, device=None)`: `.to(None)` is a no-op;
+`device="cuda:1"` picks another GPU), whatever its annotation, and neither are `*device` and
+`**device`. `device_source` (for rules that write an expression, not a name; `device_reference`
+keeps returning names only) also offers `self.device` in a method other than `__init__` when the
+class's `__init__` sets it from such a device value in a statement of its body and nothing else in
+the file assigns an attribute of that name (no branch, no other object's, no `device` method).
+Certainly bound: a parameter, or an assignment earlier in a block that holds the use
+(not one on a branch, in a loop or in a `try` that may not have run), and no `del` of the name in
+reach. A name bound to anything else (a plain string, a function, an import, a loop variable, such
+a parameter) is never used: the fix becomes display-only.
 
-When nothing binds the name in reach, or only module-level assignments that may not have run (on a
-branch, or after the use), the fixer inserts one module-level definition after the imports; it comes
-before every such assignment, which still overwrites it where the program meant it to. A definition
-never shadows what the analysis cannot see: after a star import (`from torch import *` binds
-`device`) or for a builtin name the definition is called `_device` (the configured name with a
-leading underscore), never a name the file reads without binding it. Nor does it land where it
-would not compile or would change the module: above a `global` statement naming it, a
-`from __future__` import or the docstring. Otherwise the fix is display-only.
+## Where a definition goes
+
+When nothing binds the name in reach (or only module-level assignments that may not have run), the
+fixer defines it, `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`, which
+queries CUDA where it runs. So it goes where it runs no earlier than the code that needs it:
+
+- **At module level, after the imports**, when the fix site itself runs at import (a module-level
+  statement, a class body, a decorator or default of a module-level definition; not a lambda's
+  body), or when the file is a script (`script_evidence`): it has `if __name__ == "__main__":`, it
+  is a notebook, or its top-level statements do work: a `for`/`while`/`with` statement, an
+  `await`, `args = parser.parse_args()`, or a bare call statement other than library set-up
+  (logging, `warnings`, `sys.path`, `__all__`, registrations: a callee whose last part contains
+  `register`, `setLevel`, `addHandler`, `basicConfig`, `filterwarnings`, `simplefilter`, ...).
+  It comes before every module-level assignment of the name, which still overwrites it where the
+  program meant it to.
+- **Otherwise, in the function whose body holds the fix site** (a module imported by others must
+  not query CUDA at import time): right before the statement of that function's body that holds
+  the site, indented like it (so after the docstring, and before the decorators of a nested
+  definition whose decorator or default holds the site). It dominates the use; a lambda, a
+  comprehension or a class body inside the function sees it as a closure variable. The innermost
+  function counts: a site in a nested function or a method gets the definition there. The
+  function must not mention the name otherwise (no read, `global` or `nonlocal` of it, which the
+  new local would capture). Per pass the fixer writes one definition per function, before the
+  earliest statement that holds a site; fixes in later statements wait for the next pass, which
+  reuses the definition as a dominating binding. A function whose body is on the `def` line
+  (`def f(): return x.cuda()`) has no statement to put it before: display-only. A site in the
+  body of `if __name__ == "__main__":` where no module-level definition may go (a
+  `CUDA_VISIBLE_DEVICES` setting) is placed the same way in that body, when nothing binds the name.
+- **Never before a `CUDA_VISIBLE_DEVICES` assignment on the same execution path**
+  (`os.environ["CUDA_VISIBLE_DEVICES"] = ...`, `os.environ.setdefault`/`update`, `os.putenv`,
+  `monkeypatch.setenv`, or an `os.environ` write whose key is not a literal): querying CUDA first
+  freezes the visible devices. If the file sets it anywhere but in a module-level statement above
+  the insertion point, there is no module-level definition; a function-local one is written only
+  when no setting runs after it in that function (lexically from the holding statement on, or
+  through a call, by name, to a function of the file that sets it), and when the function is not
+  called (by name, directly or through others) before a setting. Otherwise display-only.
+
+A definition never shadows what the analysis cannot see: after a star import (`from torch import
+*` binds `device`) or for a builtin name the definition is called `_device` (the configured name
+with a leading underscore), never a name the file reads without binding it. Nor does a
+module-level one land where it would not compile or would change the module: above a `global`
+statement naming it, a `from __future__` import or the docstring.
 """
 
 from __future__ import annotations
 
 import builtins
 import keyword
+import re
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -53,7 +97,443 @@ def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | 
             return found
         if found is _UNBOUND and any(n.value == definition for n in ctx.nodes(cst.Name)):
             return None  # read without a binding in the file: it comes from somewhere devlint cannot see
-    return (definition, True) if _can_insert(ctx, node, definition, found) else None
+    return (definition, True) if _placement(ctx, node, definition, found) is not None else None
+
+
+def device_source(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | None:
+    """Like `device_reference`, but the text may be an expression, not only a name: `self.device`
+    (see `_own_device_attribute`) comes before a definition. For rules that write the text as an
+    expression (`cst.parse_expression`), not as a `cst.Name`."""
+    name = ctx.options.device_name
+    found = _reuse(ctx, node, name)
+    if found is None or isinstance(found, tuple):
+        return found
+    attribute = _own_device_attribute(ctx, node, name)
+    if attribute is not None:
+        return (attribute, False)
+    return device_reference(ctx, node)
+
+
+def _own_device_attribute(ctx: FileContext, node: cst.CSTNode, name: str) -> str | None:
+    """`self.device` in a method (not `__init__`) of a class whose `__init__` sets `self.device` from a
+    device value (one that may be CUDA) in a statement of its body, and that binds the attribute to
+    nothing else anywhere in the file (no other assignment, no `device` method or property)."""
+    method = ctx.enclosing(node, (cst.FunctionDef, cst.Lambda))
+    if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
+        return None
+    body = ctx.parent(method)
+    cls = ctx.parent(body) if isinstance(body, cst.IndentedBlock) else None
+    if not isinstance(cls, cst.ClassDef) or method.decorators:
+        return None
+    params = method.params.params
+    if not params or method.params.posonly_params:
+        return None
+    receiver = params[0].name.value
+    if any(each.value == receiver for each in _facts(ctx).mentions(receiver)
+           if _inside(ctx, each, method) and _binds(ctx, each)):
+        return None  # `self = ...` in the method
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None or not isinstance(init.body, cst.IndentedBlock) or not init.params.params:
+        return None
+    init_self = init.params.params[0].name.value
+    assigned_in_init = False
+    for statement in init.body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                        and _is_self_attribute(small.targets[0].target, init_self, name)
+                        and _may_be_cuda_device(small.value)):
+                    assigned_in_init = True
+    if not assigned_in_init:
+        return None
+    for target in ctx.nodes(cst.Attribute):
+        if target.attr.value == name and _is_assigned(ctx, target):
+            statement = ctx.parent(ctx.parent(target)) if isinstance(ctx.parent(target), cst.AssignTarget) else None
+            if not (isinstance(statement, cst.Assign) and ctx.enclosing(statement, (cst.FunctionDef,)) is init
+                    and ctx.parent(ctx.parent(statement)) is init.body and _may_be_cuda_device(statement.value)):
+                return None  # set elsewhere (another object's, a subclass's, a branch): not known
+    if any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in cls.body.body):
+        return None
+    return f"{receiver}.{name}"
+
+
+def _is_self_attribute(target: cst.BaseExpression, receiver: str, name: str) -> bool:
+    return (isinstance(target, cst.Attribute) and target.attr.value == name
+            and isinstance(target.value, cst.Name) and target.value.value == receiver)
+
+
+def _is_assigned(ctx: FileContext, node: cst.CSTNode) -> bool:
+    parent = ctx.parent(node)
+    if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) or isinstance(parent, cst.Del):
+        return True
+    if isinstance(parent, (cst.Element, cst.StarredElement)):
+        return True  # `a, self.device = ...` (conservatively: any tuple or list holding it)
+    return isinstance(parent, (cst.For, cst.CompFor, cst.WithItem, cst.AsName, cst.NamedExpr))
+
+
+def _binds(ctx: FileContext, name: cst.Name) -> bool:
+    parent = ctx.parent(name)
+    return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.AsName,
+                               cst.NamedExpr, cst.Element, cst.StarredElement, cst.NameItem))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the fixer defines the device for one fix site: at module level after the imports
+    (`function` None), or in `function` (or the main block's `if`), right before `statement` of its body."""
+
+    function: cst.FunctionDef | cst.If | None = None
+    statement: cst.BaseStatement | None = None
+
+
+MODULE_LEVEL = Placement()
+
+
+def definition_placement(ctx: FileContext, node: cst.CSTNode) -> Placement | None:
+    """Where the definition that `device_reference(ctx, node)` asked for goes (None: nowhere)."""
+    name = ctx.options.device_name
+    definition = definition_name(name, _has_star_import(ctx))
+    if definition is None:
+        return None
+    found = _reuse(ctx, node, definition)
+    if found is None or isinstance(found, tuple):
+        return None
+    return _placement(ctx, node, definition, found)
+
+
+def _placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placement | None:
+    if ctx.torch_alias is None and ctx.binds("torch"):
+        return None  # `torch` names something that is not the torch module
+    if _deleted(ctx, node, name) or _declared_later(ctx, node, name):
+        return None
+    at_import, function, statement = _evaluation_site(ctx, node)
+    if (at_import or script_evidence(ctx)) and _can_insert(ctx, node, name, found):
+        return MODULE_LEVEL
+    if function is None and found is _UNBOUND:
+        function, statement = _main_block_site(ctx, node)  # the main block: a body run once, like main()'s
+    if function is not None and statement is not None and _can_define_locally(ctx, function, statement, name):
+        return Placement(function, statement)
+    return None
+
+
+def _main_block_site(ctx: FileContext, node: cst.CSTNode):
+    """(the top-level `if __name__ == "__main__":`, the statement of its body holding `node`) or Nones."""
+    path = [node]
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None, None
+        if (isinstance(ancestor, cst.If) and path[-1] is ancestor.body and isinstance(ancestor.body, cst.IndentedBlock)
+                and isinstance(ctx.parent(ancestor), cst.Module) and _is_main_check(ancestor.test)):
+            return ancestor, path[-2] if len(path) >= 2 else None
+        path.append(ancestor)
+    return None, None
+
+
+def _evaluation_site(ctx: FileContext, node: cst.CSTNode):
+    """(runs at import, the innermost function whose body runs it, the statement of that body holding it).
+
+    A decorator, a default or an annotation runs where its definition does; a lambda's body runs
+    later (when called), but in the scope around it.
+    """
+    path = [node]
+    in_lambda = False
+    for ancestor in ctx.ancestors(node):
+        child = path[-1]
+        if isinstance(ancestor, cst.Lambda) and child is ancestor.body:
+            in_lambda = True
+        elif isinstance(ancestor, cst.FunctionDef) and child is ancestor.body:
+            statement = path[-2] if isinstance(child, cst.IndentedBlock) and len(path) >= 2 else None
+            return False, ancestor, statement
+        elif isinstance(ancestor, cst.Module):
+            return not in_lambda, None, None
+        path.append(ancestor)
+    return False, None, None
+
+
+def _can_define_locally(ctx: FileContext, function: cst.FunctionDef, statement: cst.BaseStatement,
+                        name: str) -> bool:
+    """Does `name = ...` right before `statement` of `function`'s body bind it for the site, changing
+    nothing else and querying CUDA before no `CUDA_VISIBLE_DEVICES` setting?"""
+    facts = _facts(ctx)
+    if any(_inside(ctx, each, function) for each in facts.mentions(name)):
+        return False  # a read, `global`/`nonlocal`, or a binding the new local would change
+    if not facts.settings:
+        return True
+    if isinstance(function, cst.FunctionDef) and function.name.value in facts.called_before_setting:
+        return False
+    index = _index(function.body.body, statement)
+    for event in facts.events_in(function):
+        holder = _holder(ctx, event, function)
+        if holder is None or _index(function.body.body, holder) >= index:
+            return False
+    return True
+
+
+def _is_variable(ctx: FileContext, name: cst.Name) -> bool:
+    parent = ctx.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.attr is name:
+        return False
+    if isinstance(parent, cst.Arg) and parent.keyword is name:
+        return False
+    return not (isinstance(parent, cst.ImportAlias) and parent.asname is not None)  # `import a.device as b`
+
+
+def _inside(ctx: FileContext, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return any(a is container for a in ctx.ancestors(node))
+
+
+def _holder(ctx: FileContext, node: cst.CSTNode, function: cst.FunctionDef) -> cst.CSTNode | None:
+    """The statement of `function`'s body that holds `node`."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if ancestor is function.body:
+            return child
+        child = ancestor
+    return None
+
+
+def statement_start(statement: cst.CSTNode) -> cst.CSTNode:
+    """The node whose position is where `statement` starts: its first decorator, if it has any."""
+    decorators = getattr(statement, "decorators", ())
+    return decorators[0] if decorators else statement
+
+
+# -- is the file a script? ---------------------------------------------------------------------------
+_NOTEBOOK_TAG = re.compile(r"#\s*devlint-nb-* cell \d+")  # how devlint.notebook marks joined cells
+_SETUP_ROOTS = frozenset({"logging", "warnings", "__all__", "sys", "logger", "_logger", "log", "_log", "LOGGER",
+                          "LOG", "typing"})
+_SETUP_CALLS = frozenset({"setLevel", "addHandler", "basicConfig", "filterwarnings", "simplefilter",
+                          "dictConfig", "captureWarnings", "disable_warnings", "load_library", "wrap",
+                          "set_printoptions", "install", "extend", "append", "update", "use"})
+
+
+def script_evidence(ctx: FileContext) -> bool:
+    """Is the file run as a program (so a module-level definition runs no earlier than its code)?
+
+    `if __name__ == "__main__":` at top level, a notebook (devlint's joined cells), or top-level
+    statements that do work: a loop, a `with`, an `await`, `args = parser.parse_args()`, or a
+    bare call that is not library set-up (logging, warnings, `sys.path`, `__all__`, registrations).
+    """
+    return _facts(ctx).script
+
+
+def _is_script(module: cst.Module) -> bool:
+    for line in (*module.header, *module.footer):
+        if line.comment is not None and _NOTEBOOK_TAG.match(line.comment.value):
+            return True
+    for statement in module.body:
+        if isinstance(statement, (cst.For, cst.While, cst.With)):
+            return True
+        if isinstance(statement, cst.If) and _is_main_check(statement.test):
+            return True
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Expr) and _does_work(small.value):
+                    return True
+                value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+                if isinstance(value, cst.Await) or (
+                    isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                    and value.func.attr.value in ("parse_args", "parse_known_args")
+                ):
+                    return True
+    return False
+
+
+def _is_main_check(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return (isinstance(test.comparisons[0].operator, cst.Equal)
+            and any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides)
+            and any(string_value(s) == "__main__" for s in sides))
+
+
+def _does_work(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.Await):
+        return True
+    if not isinstance(value, cst.Call):
+        return False
+    callee = dotted_name(value.func) or ""
+    if not callee:
+        return True  # `Net()(x)`, `f()[0]()`
+    parts = callee.split(".")
+    last = parts[-1]
+    return not (parts[0] in _SETUP_ROOTS or last in _SETUP_CALLS or "register" in last.lower()
+                or "log" in parts[0].lower())
+
+
+# -- where CUDA_VISIBLE_DEVICES is set --------------------------------------------------------------
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+
+
+class _Facts:
+    """Per-file facts for placing a definition, computed once."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.script = _is_script(ctx.module)
+        self.settings = _visible_devices_settings(ctx)
+        self._setters: set[str] | None = None
+        self._called_before: set[str] | None = None
+        self._calls: dict[int, list[cst.Call]] | None = None
+
+    def mentions(self, name: str) -> list[cst.Name]:
+        """The names `name` that are variables (not attributes, keywords)."""
+        cache = self.__dict__.setdefault("_mentions", {})
+        if name not in cache:
+            cache[name] = [n for n in self.ctx.nodes(cst.Name) if n.value == name and _is_variable(self.ctx, n)]
+        return cache[name]
+
+    @property
+    def setters(self) -> set[str]:
+        """Names of the file's functions that set the variable, directly or through calls by name."""
+        if self._setters is None:
+            ctx = self.ctx
+            functions = ctx.nodes(cst.FunctionDef)
+            setters = {f.name.value for f in functions if any(_inside(ctx, s, f) for s in self.settings)}
+            grew = True
+            while grew:
+                grew = False
+                for function in functions:
+                    if function.name.value not in setters and any(
+                        _called_name(call) in setters for call in self._calls_in(function)
+                    ):
+                        setters.add(function.name.value)
+                        grew = True
+            self._setters = setters
+        return self._setters
+
+    def _calls_in(self, function: cst.FunctionDef) -> list[cst.Call]:
+        if self._calls is None:
+            self._calls = {}
+            for call in self.ctx.nodes(cst.Call):
+                for ancestor in self.ctx.ancestors(call):
+                    if isinstance(ancestor, cst.FunctionDef):
+                        self._calls.setdefault(id(ancestor), []).append(call)
+        return self._calls.get(id(function), [])
+
+    def events_in(self, function: cst.FunctionDef) -> list[cst.CSTNode]:
+        """Settings in `function` and calls from it to functions that set the variable."""
+        events = [s for s in self.settings if _inside(self.ctx, s, function)]
+        setters = self.setters
+        calls = self._calls_in(function) if isinstance(function, cst.FunctionDef) else _subtree(function, cst.Call)
+        events += [c for c in calls if _called_name(c) in setters]
+        return events
+
+    @property
+    def called_before_setting(self) -> set[str]:
+        """Names of functions that may run before a setting: called earlier in a body that sets it
+        (or earlier in a setter's body than its call to another setter), and what they call."""
+        if self._called_before is None:
+            ctx = self.ctx
+            names: set[str] = set()
+            setters = self.setters
+            events = list(self.settings) + [c for c in ctx.nodes(cst.Call) if _called_name(c) in setters]
+            for event in events:
+                child = event
+                for ancestor in ctx.ancestors(event):
+                    if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+                        for sibling in ancestor.body:
+                            if sibling is child:
+                                break
+                            names.update(_called_name(c) for c in _subtree(sibling, cst.Call))
+                    if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                        break
+                    child = ancestor
+            by_name: dict[str, list[cst.FunctionDef]] = {}
+            for function in ctx.nodes(cst.FunctionDef):
+                by_name.setdefault(function.name.value, []).append(function)
+            queue = [n for n in names if n in by_name]
+            while queue:
+                for function in by_name[queue.pop()]:
+                    for call in self._calls_in(function):
+                        callee = _called_name(call)
+                        if callee in by_name and callee not in names:
+                            names.add(callee)
+                            queue.append(callee)
+            names.discard(None)
+            self._called_before = names
+        return self._called_before
+
+
+def _subtree(node: cst.CSTNode, kind: type):
+    """The nodes of `kind` that run with `node`: not those in the bodies of functions and lambdas it defines."""
+    if isinstance(node, kind):
+        yield node
+    for child in node.children:
+        if not (isinstance(node, cst.FunctionDef) and child is node.body) and not (
+            isinstance(node, cst.Lambda) and child is node.body
+        ):
+            yield from _subtree(child, kind)
+
+
+def _facts(ctx: FileContext) -> _Facts:
+    facts = ctx.__dict__.get("_device_placement_facts")
+    if facts is None:
+        facts = ctx.__dict__["_device_placement_facts"] = _Facts(ctx)
+    return facts
+
+
+def _called_name(call: cst.Call) -> str | None:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
+def _visible_devices_settings(ctx: FileContext) -> list[cst.CSTNode]:
+    """Every node that may set `CUDA_VISIBLE_DEVICES` in the process's environment."""
+    found: list[cst.CSTNode] = []
+    for target in ctx.nodes(cst.AssignTarget):
+        subscript = target.target
+        if isinstance(subscript, cst.Subscript) and _is_environ(ctx, subscript.value) and len(subscript.slice) == 1:
+            index = subscript.slice[0].slice
+            key = string_value(index.value) if isinstance(index, cst.Index) else None
+            if key is None or key == CUDA_VISIBLE_DEVICES:
+                found.append(target)
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _SETTERS:
+            continue
+        first = call.args[0].value if call.args else None
+        if _is_environ(ctx, func.value):
+            method = func.attr.value
+            if method in ("setdefault", "__setitem__") and string_value(first) in (None, CUDA_VISIBLE_DEVICES):
+                found.append(call)
+            elif method == "update" and _may_set_key(call):
+                found.append(call)
+        elif func.attr.value == "setenv" or ctx.qualified_names(func) == {"os.putenv"}:
+            if first is not None and string_value(first) in (None, CUDA_VISIBLE_DEVICES):
+                found.append(call)  # `os.putenv`, pytest's `monkeypatch.setenv`
+    for call in ctx.nodes(cst.Call):
+        first = call.args[0].value if call.args else None
+        if (isinstance(call.func, cst.Name) and first is not None and ctx.qualified_names(call.func) == {"os.putenv"}
+                and string_value(first) in (None, CUDA_VISIBLE_DEVICES)):
+            found.append(call)  # `from os import putenv`
+    return found
+
+
+_SETTERS = frozenset({"setdefault", "__setitem__", "update", "putenv", "setenv"})
+
+
+def _is_environ(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    return "os.environ" in ctx.qualified_names(node)
+
+
+def _may_set_key(call: cst.Call) -> bool:
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == CUDA_VISIBLE_DEVICES:
+                return True
+            continue
+        if not isinstance(arg.value, cst.Dict):
+            return True  # `os.environ.update(env)`: any key
+        for element in arg.value.elements:
+            if not isinstance(element, cst.DictElement) or string_value(element.key) in (None, CUDA_VISIBLE_DEVICES):
+                return True
+    return False
 
 
 def definition_name(name: str, star_import: bool) -> str | None:
@@ -200,6 +680,11 @@ def _can_insert(ctx: FileContext, node: cst.CSTNode, name: str, found) -> bool:
         return False
     body = list(ctx.module.body)
     index = insertion_index(ctx.module)
+    for setting in _facts(ctx).settings:
+        if _top_index(ctx, setting) >= index or any(
+            isinstance(a, (cst.FunctionDef, cst.Lambda)) for a in ctx.ancestors(setting)
+        ):
+            return False  # the definition would query CUDA before the variable is set
     if index == 0 and body and _starts_with_docstring(body[0]):
         return False  # `"""Doc."""; x = 1`: a definition above it would take the docstring's place
     if index < len(body) and _imports_future(body[index]):
@@ -321,8 +806,12 @@ def _imports_torch(statement: cst.CSTNode) -> bool:
 def _is_device_binding(ctx: FileContext, assignment) -> bool:
     node = assignment.node
     if isinstance(node, cst.Param):
-        # `device="cuda:1"` as a default would silently pick another GPU than `.cuda()` did
-        return node.default is None or string_value(node.default) is None
+        parameters = ctx.parent(node)
+        if isinstance(parameters, cst.Parameters) and node in (parameters.star_arg, parameters.star_kwarg):
+            return False  # `*device` is a tuple, `**device` a dict
+        # `device=None` (`.to(None)` is a no-op), `device=0`, `device="cuda:1"` (another GPU than
+        # `.cuda()` picked): only no default, or a default that is a device and may be CUDA
+        return node.default is None or _may_be_cuda_device(node.default)
     if not isinstance(node, cst.Name):
         return False
     parent = ctx.parent(node)
@@ -334,6 +823,21 @@ def _is_device_binding(ctx: FileContext, assignment) -> bool:
     else:
         return False
     return is_device_value(value)
+
+
+def _may_be_cuda_device(value: cst.BaseExpression) -> bool:
+    """A device value with no device literal other than CUDA's (`torch.device("cpu")` is not)."""
+    if not is_device_value(value):
+        return False
+    literals = [string_value(s) for s in _strings(value)]
+    return not literals or any(v is not None and v.split(":")[0] == "cuda" for v in literals)
+
+
+def _strings(node: cst.CSTNode):
+    if isinstance(node, cst.SimpleString):
+        yield node
+    for child in node.children:
+        yield from _strings(child)
 
 
 def is_device_value(value: cst.BaseExpression) -> bool:
