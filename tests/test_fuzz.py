@@ -128,7 +128,7 @@ def _check(source: str, data: bytes | None = None) -> None:
             assert set(range(a1 + 1, a2 + 1)) <= touched, (tag, before[a1:a2])
         if tag == "insert":
             for line in after[b1:b2]:
-                assert re.fullmatch(r"(import torch|_?device = .*|)", line), line
+                assert re.fullmatch(r"(import torch|[ \t\f]*_?device = .*|)", line), line
 
 
 def _lines(text: str) -> list[str]:

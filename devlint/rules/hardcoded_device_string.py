@@ -257,8 +257,9 @@ class HardcodedDeviceString(Rule):
         ),
         Invalid(
             'import torch\ndef f(model):\n    return model.to(torch.device("cuda", 1))\n',
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "def f(model):\n    return model.to(device)\n",
+            fixed="import torch\ndef f(model):\n"
+            '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "    return model.to(device)\n",
             unsafe=True,
         ),
         Invalid(
@@ -296,8 +297,9 @@ class HardcodedDeviceString(Rule):
         ),
         Invalid(
             'import torch\ndef f(x):\n    return x.to(device="cuda", dtype=torch.float16)\n',
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "def f(x):\n    return x.to(device=device, dtype=torch.float16)\n",
+            fixed="import torch\ndef f(x):\n"
+            '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "    return x.to(device=device, dtype=torch.float16)\n",
         ),
     )
 

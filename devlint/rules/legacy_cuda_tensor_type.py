@@ -135,8 +135,9 @@ class LegacyCudaTensorType(Rule):
         Invalid("import torch\ndef sample(n):\n    Tensor = torch.cuda.FloatTensor\n    return Tensor(n)\n"),
         Invalid(
             'import torch\ndef setup():\n    torch.set_default_tensor_type("torch.cuda.FloatTensor")\n',
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "def setup():\n    torch.set_default_dtype(torch.float32)\n    torch.set_default_device(device)\n",
+            fixed="import torch\ndef setup():\n"
+            '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "    torch.set_default_dtype(torch.float32)\n    torch.set_default_device(device)\n",
             unsafe=True,
         ),
     )
