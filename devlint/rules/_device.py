@@ -483,6 +483,11 @@ def _called_name(call: cst.Call) -> str | None:
     return None
 
 
+def sets_visible_devices(ctx: FileContext) -> bool:
+    """Does the file (maybe) set `CUDA_VISIBLE_DEVICES`? Then a CUDA query devlint writes may run first."""
+    return bool(_visible_devices_settings(ctx))
+
+
 def _visible_devices_settings(ctx: FileContext) -> list[cst.CSTNode]:
     """Every node that may set `CUDA_VISIBLE_DEVICES` in the process's environment."""
     found: list[cst.CSTNode] = []

@@ -11,6 +11,7 @@ from devlint.rules._hardcoded import (
     CudaLiteral, cuda_literal, feeds_torch, in_comparison, is_torch_call, inside_cuda_method, is_alternative, is_last_word_device,
     loop_variable_index, names_several_gpus, qualified, replace_with_device, simulates_gpu, torch_name,
 )
+from devlint.rules._device import sets_visible_devices
 from devlint.rules.torch_load_without_map_location import LOADERS
 from devlint.syntax import dotted_name, find_arg, last_component
 
@@ -78,7 +79,8 @@ class HardcodedDeviceString(Rule):
     for `"cuda"` and `"cuda:0"`, **unsafe** for another index or a computed one, and **display-only**
     where the function (or the module-level code) names several GPU indices, `"cuda"` counting as 0
     (`device_0 = torch.device("cuda:0")`, `device_1 = torch.device("cuda:1")` would both become the
-    CPU, and a cache keyed by device would see one key).
+    CPU, and a cache keyed by device would see one key), and in a file that sets `CUDA_VISIBLE_DEVICES`
+    (the availability test queries CUDA, which freezes the visible devices, and may run before the setting).
     Where `device` names something that is not a device (say, the string `"cuda"` itself) or torch is
     not imported, the fix is **display-only**.
 
@@ -198,6 +200,11 @@ class HardcodedDeviceString(Rule):
         'import torch\ndef describe(device):\n    return f"on {device}"\nprint(describe(device="cuda"))\n',
     )
     INVALID = (
+        Invalid(
+            "import os\nDEVICE = 'cuda'\ndef main():\n    os.environ['CUDA_VISIBLE_DEVICES'] = '1'\n",
+            fixed="import os\nDEVICE = 'cuda'\ndef main():\n    os.environ['CUDA_VISIBLE_DEVICES'] = '1'\n",
+            unsafe=True,
+        ),
         Invalid(
             'import torch\nx = torch.zeros(3, device="cuda")\n',
             fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -464,6 +471,10 @@ class HardcodedDeviceString(Rule):
         title = "Fall back to the CPU when CUDA is not available"
         if names_several_gpus(self.ctx, value, in_scope=True):
             return self.display_only(f"{title} (the code tells several GPUs apart: on the CPU they would be equal)")
+        if sets_visible_devices(self.ctx):
+            # the availability test queries CUDA, which freezes the visible devices: it may run first
+            return self.display_only(f"{title} (this file sets CUDA_VISIBLE_DEVICES, which a CUDA query "
+                                     "written here may run before)")
         # Two GPUs named apart (`cuda:0`, `cuda:1`) would both become the CPU: code that tells them apart
         # (device maps, peer copies) then behaves differently where it ran before.
         applicability = Applicability.UNSAFE if names_a_gpu else Applicability.SAFE
