@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit, Position
 from devlint.rule import Invalid, Rule
-from devlint.rules._hardcoded import device_type_reference, qualified
+from devlint.rules._hardcoded import device_type_reference, qualified, torch_name
 from devlint.rules._versions import VersionGates
 from devlint.suppressions import parse as parse_suppressions
 from devlint.syntax import dotted_name, last_component, string_value
@@ -58,13 +58,15 @@ class CudaOnlyAmp(Rule):
     `torch.cuda.amp.autocast(...)` becomes `torch.amp.autocast(device.type, ...)` (positional
     `enabled`, `dtype`, `cache_enabled` are passed by keyword, since `torch.amp.autocast` orders its
     parameters differently), `torch.cuda.amp.GradScaler(...)` becomes
-    `torch.amp.GradScaler(device.type, ...)` and `custom_fwd`/`custom_bwd` get
-    `device_type=device.type`. On a CUDA machine `device.type` is `"cuda"` (the inserted definition
+    `torch.amp.GradScaler(device.type, ...)`. On a CUDA machine `device.type` is `"cuda"` (the inserted definition
     picks CUDA when it is there) and the behaviour is the same, but the fix is **unsafe**: elsewhere
     the fixed code runs mixed precision on the device at hand (CPU autocast computes in bfloat16,
     the scaler is enabled) where the original silently ran in full precision, and `torch.amp`'s
     `GradScaler` and `custom_fwd(device_type=...)` need PyTorch 2.4 or later. When `device` is a
     parameter or another binding that may be a string, the fix writes `torch.device(device).type`.
+    `custom_fwd`/`custom_bwd` get `device_type="cuda"`, which is exactly what the deprecated decorators
+    did on every machine (they only act under CUDA autocast) and needs no device: a decorator runs at
+    import, where no device definition may go. It is **unsafe** only for needing PyTorch 2.4.
     With `*args`, or where `device` names something that is not a device or torch is not imported,
     the fix is **display-only**.
 
@@ -192,12 +194,11 @@ class CudaOnlyAmp(Rule):
             "    @staticmethod\n    @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\n"
             "    def forward(ctx, x):\n        return x\n\n"
             "    @staticmethod\n    @torch.cuda.amp.custom_bwd\n    def backward(ctx, g):\n        return g\n",
-            fixed="import torch\n"
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+            fixed="import torch\n\n"
             "class F(torch.autograd.Function):\n"
-            "    @staticmethod\n    @torch.amp.custom_fwd(device_type=device.type, cast_inputs=torch.float32)\n"
+            '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
             "    def forward(ctx, x):\n        return x\n\n"
-            "    @staticmethod\n    @torch.amp.custom_bwd(device_type=device.type)\n"
+            '    @staticmethod\n    @torch.amp.custom_bwd(device_type="cuda")\n'
             "    def backward(ctx, g):\n        return g\n",
             count=2,
             unsafe=True,
@@ -273,8 +274,8 @@ class CudaOnlyAmp(Rule):
         if found is None or self._skipped(node):
             return None
         short = found.rsplit(".", 1)[-1]
-        reference = device_type_reference(self.ctx, decorator, decorator)
-        title = f"Use `torch.amp.{short}` with `device.type`"
+        reference = self._custom_reference(decorator)
+        title = f"Use `torch.amp.{short}` with `device_type=\"cuda\"`"
         if reference is None:
             fix = self.display_only(f"{title} (`device` is bound to something else, or torch is not imported)")
         else:
@@ -283,6 +284,12 @@ class CudaOnlyAmp(Rule):
                            self.replace(decorator, f"{torch}.amp.{short}(device_type={device_type})"),
                            needs_device=needs_definition)
         return self._message(found), fix
+
+    def _custom_reference(self, written: cst.CSTNode) -> tuple[str, str, bool] | None:
+        """`torch.cuda.amp.custom_fwd(...)` is `torch.amp.custom_fwd(..., device_type="cuda")` exactly, on
+        every machine: no device (and no definition, which a decorator would run at import) is needed."""
+        torch = torch_name(self.ctx, False, written)
+        return None if torch is None else (torch, '"cuda"', False)
 
     @staticmethod
     def _message(found: str) -> str:
@@ -296,7 +303,11 @@ class CudaOnlyAmp(Rule):
             return self.display_only(title)
         if found in _AUTOCAST and len([a for a in call.args if a.keyword is None]) > len(_AUTOCAST_POSITIONS):
             return self.display_only(title)
-        reference = device_type_reference(self.ctx, call, call.func)
+        if found in _CUSTOM:
+            title = f"Use `torch.amp.{short}` with `device_type=\"cuda\"`"
+            reference = self._custom_reference(call.func)
+        else:
+            reference = device_type_reference(self.ctx, call, call.func)
         if reference is None:
             return self.display_only(f"{title} (`device` is bound to something else, or torch is not imported)")
         torch, device_type, needs_definition = reference
