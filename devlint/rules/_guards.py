@@ -65,20 +65,16 @@ from functools import cached_property, lru_cache
 import libcst as cst
 
 from devlint.context import FileContext
+from devlint.rules._conditions import NOTHING, Implications, assigned_values, flip
 from devlint.syntax import dotted_name, last_component, name_words, string_value
 
 TRUE_ONLY = (True, False)  # (true implies CUDA, false implies CUDA)
 FALSE_ONLY = (False, True)
-NOTHING = (False, False)
 
 _NEGATIONS = {"no", "not", "disable", "disabled", "without", "skip", "dont", "never"}
 _COUNT_WORDS = {"n", "num", "count", "number", "ngpu", "ngpus", "gpus", "nb"}
 _NOT_TESTS = {"cuda", "to", "cpu", "half", "float", "type", "set_device", "synchronize", "device"}
 _EXIT_CALLS = {"exit", "quit", "_exit", "skip", "skipTest", "fail", "exit_with_error"}
-
-
-def _flip(pair: tuple[bool, bool]) -> tuple[bool, bool]:
-    return (pair[1], pair[0])
 
 
 @lru_cache(maxsize=4096)
@@ -337,53 +333,18 @@ def _is_nccl_constant(node: cst.CSTNode) -> bool:
     return (dotted_name(node) or "").endswith("Backend.NCCL")
 
 
-class CudaGuards:
-    """Answers `is_guarded(node)` for one file."""
+class CudaGuards(Implications):
+    """Answers `is_guarded(node)` for one file; `implies(condition)` is (truth means CUDA, falsity means CUDA)."""
 
     def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
         self.ctx = ctx
-        self._depth = 0
         self._name_polarity: dict[str, tuple[bool, bool]] = {}
 
     # -- conditions --------------------------------------------------------------------------------
     @cached_property
     def _assigned_conditions(self) -> dict[str, list[cst.BaseExpression]]:
-        """Every `name = <expr>` / `self.name = <expr>` in the file, by dotted target."""
-        found: dict[str, list[cst.BaseExpression]] = {}
-        for node in self.ctx.nodes(cst.Assign):
-            for target in node.targets:
-                name = dotted_name(target.target)
-                if name:
-                    found.setdefault(name, []).append(node.value)
-        for node in self.ctx.nodes(cst.AnnAssign):
-            name = dotted_name(node.target)
-            if name and node.value is not None:
-                found.setdefault(name, []).append(node.value)
-        return found
-
-    def implies(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
-        """(truthy means CUDA, falsy means CUDA) for a condition."""
-        if self._depth > 8:
-            return NOTHING
-        self._depth += 1
-        try:
-            return self._implies(expr)
-        finally:
-            self._depth -= 1
-
-    def _implies(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-            return _flip(self.implies(expr.expression))
-        if isinstance(expr, cst.BooleanOperation):
-            left, right = self.implies(expr.left), self.implies(expr.right)
-            if isinstance(expr.operator, cst.And):
-                return (left[0] or right[0], left[1] and right[1])
-            return (left[0] and right[0], left[1] or right[1])
-        if isinstance(expr, cst.Comparison):
-            return self._comparison(expr)
-        if isinstance(expr, cst.NamedExpr):
-            return self.implies(expr.value)
-        return self._atom(expr)
+        return assigned_values(self.ctx)
 
     def _atom(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
         if isinstance(expr, cst.Call):
@@ -455,7 +416,7 @@ class CudaGuards:
                 if positive:
                     return result
                 if negative:
-                    return _flip(result)
+                    return flip(result)
                 return NOTHING
         switch, other = left, right
         polarity = self.implies(left)
@@ -467,9 +428,9 @@ class CudaGuards:
             op = {cst.LessThan: cst.GreaterThan(), cst.GreaterThan: cst.LessThan(),
                   cst.LessThanEqual: cst.GreaterThanEqual(), cst.GreaterThanEqual: cst.LessThanEqual()}.get(type(op), op)
         if isinstance(other, cst.Name) and other.value in {"None", "False"}:
-            return _flip(polarity) if positive else polarity if negative else NOTHING
+            return flip(polarity) if positive else polarity if negative else NOTHING
         if isinstance(other, cst.Name) and other.value == "True":
-            return polarity if positive else _flip(polarity) if negative else NOTHING
+            return polarity if positive else flip(polarity) if negative else NOTHING
         number = _number(other)
         if number is None:
             # `batch == global_batch_per_gpu` compares sizes; only a literal says something about CUDA
@@ -485,7 +446,7 @@ class CudaGuards:
         }.get(type(op))
         if means_gpu is None:
             return NOTHING
-        return polarity if means_gpu else _flip(polarity)
+        return polarity if means_gpu else flip(polarity)
 
     def _index_test(self, left, op, right) -> tuple[bool, bool]:
         """`device >= 0`, `args.device_id != -1`, `0 <= gpu_idx`, `x.get_device() > -1`."""

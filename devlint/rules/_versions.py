@@ -37,11 +37,11 @@ from functools import cached_property
 import libcst as cst
 
 from devlint.context import FileContext
+from devlint.rules._conditions import NOTHING, Implications, assigned_values, flip
 from devlint.syntax import dotted_name, last_component, string_value
 
 OLD = (True, False)  # (truth means old torch, falsity means old torch)
 NEW = (False, True)
-NOTHING = (False, False)
 
 _SHIM_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
 _FALLBACK_ERRORS = _SHIM_ERRORS | {"TypeError", "NameError", "Exception", "BaseException"}
@@ -56,10 +56,6 @@ _MORE_WORDS = ("greater", "ge", "geq", "gte", "gt", "newer", "atleast", "least",
 _OPERATORS = {"<": OLD, "<=": OLD, "lt": OLD, "le": OLD, ">": NEW, ">=": NEW, "gt": NEW, "ge": NEW}
 _VERSION_DIGITS = re.compile(r"(?:^|_)v?\d+(?:_\d+)+(?:_|$)")
 _WORD = re.compile(r"[a-z]+|\d+")
-
-
-def _flip(pair: tuple[bool, bool]) -> tuple[bool, bool]:
-    return (pair[1], pair[0])
 
 
 def _words(identifier: str) -> list[str]:
@@ -77,28 +73,19 @@ def _flag_polarity(identifier: str) -> tuple[bool, bool]:
     return NEW  # `_TORCH_GREATER_EQUAL_2_4`, `TORCH_2_4_PLUS`, `_TORCH_2_4`: "at least this version"
 
 
-class VersionGates:
-    """Answers `old_torch_only(node)` for one file."""
+class VersionGates(Implications):
+    """Answers `old_torch_only(node)` for one file; `implies(condition)` is (truth means old torch,
+    falsity means old torch)."""
 
     def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
         self.ctx = ctx
-        self._depth = 0
         self._memo: dict[str, tuple[bool, bool]] = {}
         self._version_memo: dict[str, bool] = {}
 
     @cached_property
     def _assigned(self) -> dict[str, list[cst.BaseExpression]]:
-        found: dict[str, list[cst.BaseExpression]] = {}
-        for node in self.ctx.nodes(cst.Assign):
-            for target in node.targets:
-                name = dotted_name(target.target)
-                if name:
-                    found.setdefault(name, []).append(node.value)
-        for node in self.ctx.nodes(cst.AnnAssign):
-            name = dotted_name(node.target)
-            if name and node.value is not None:
-                found.setdefault(name, []).append(node.value)
-        return found
+        return assigned_values(self.ctx)
 
     # -- what an expression says --------------------------------------------------------------------
     def is_version(self, expr: cst.BaseExpression) -> bool:
@@ -134,28 +121,7 @@ class VersionGates:
         names = self.ctx.qualified_names(node)
         return " ".join(names) if names else (dotted_name(node) or "")
 
-    def implies(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
-        """(truth means old torch, falsity means old torch) for a condition."""
-        if self._depth > 8:
-            return NOTHING
-        self._depth += 1
-        try:
-            return self._implies(expr)
-        finally:
-            self._depth -= 1
-
-    def _implies(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-            return _flip(self.implies(expr.expression))
-        if isinstance(expr, cst.BooleanOperation):
-            left, right = self.implies(expr.left), self.implies(expr.right)
-            if isinstance(expr.operator, cst.And):
-                return (left[0] or right[0], left[1] and right[1])
-            return (left[0] and right[0], left[1] or right[1])
-        if isinstance(expr, cst.NamedExpr):
-            return self.implies(expr.value)
-        if isinstance(expr, cst.Comparison):
-            return self._comparison(expr)
+    def _atom(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
         if isinstance(expr, cst.Call):
             return self._call(expr)
         name = dotted_name(expr)
@@ -187,12 +153,12 @@ class VersionGates:
                     return NOTHING
                 inner = self.implies(left)
                 same = (constant.value == "True") == isinstance(op, (cst.Equal, cst.Is))
-                return inner if same else _flip(inner)
+                return inner if same else flip(inner)
             return NOTHING
         if self.is_version(left) and not self.is_version(right):
             return polarity
         if self.is_version(right) and not self.is_version(left):
-            return _flip(polarity)
+            return flip(polarity)
         return NOTHING
 
     def _call(self, call: cst.Call) -> tuple[bool, bool]:
