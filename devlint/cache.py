@@ -14,6 +14,7 @@ unwritable cache is ignored with one warning: it never fails a run and never cha
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -85,13 +86,28 @@ def kind(path: str) -> str:
     return ".pyi" if path.endswith(".pyi") else ".py"
 
 
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """The size and modification time of every module of devlint (about 50 stats, once per process)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    parts = []
+    for root, _, names in os.walk(package):
+        for name in sorted(names):
+            if name.endswith(".py"):
+                info = os.stat(os.path.join(root, name))
+                parts.append(f"{os.path.relpath(os.path.join(root, name), package)}:{info.st_size}:{info.st_mtime_ns}")
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:16]
+
+
 class ResultCache:
     kind = staticmethod(kind)
 
     def __init__(self, directory: str, settings_key: str) -> None:
         self.directory = directory
-        # The interpreter is in the name too: the tokenizer and parser the rules rely on change with it.
+        # The interpreter is in the name too: the tokenizer and parser the rules rely on change with it;
+        # so is devlint's own code, which changes without a new version in a development install.
         digest = hashlib.sha256(f"{__version__}\0{FORMAT}\0{sys.implementation.cache_tag}\0{settings_key}"
+                                f"\0{code_fingerprint()}"
                                 .encode("utf-8", "surrogatepass")).hexdigest()[:20]
         self.path = os.path.join(directory, f"results-{digest}.json")
         self.warnings: list[str] = []

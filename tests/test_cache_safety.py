@@ -297,8 +297,9 @@ ENTRY_CONFIG = Config(select=("ALL",), ignore=("DL015",))
 
 
 def _an_entry(tmp_path) -> tuple[ResultCache, str, list]:
-    source = ('import torch\nx = torch.zeros(1).cuda()\nz = torch.zeros(2, device="cuda:1")\n'
-              "state = torch.load(path)\nimport os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n")
+    # CUDA_VISIBLE_DEVICES is set first: a device definition may then go after the imports (fixes with edits)
+    source = ("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\nimport torch\nx = torch.zeros(1).cuda()\n"
+              'z = torch.zeros(2, device="cuda:1")\nstate = torch.load(path)\nw = torch.cuda.FloatTensor(2)\n')
     a = write(tmp_path / "a.py", source)
     cache = ResultCache(str(tmp_path / "cache"), settings_key(ENTRY_CONFIG))
     (result,) = runner.check_files([str(a)], ENTRY_CONFIG, write=False, cache=cache)

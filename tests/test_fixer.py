@@ -48,7 +48,7 @@ def test_definition_does_not_split_the_import_block_after_a_late_torch_import():
 
 def test_defined_once_for_many_fixes_and_rules():
     source = "import torch\na = torch.ones(1).cuda()\nb = torch.load(p)\ndef f():\n    return torch.ones(1).cuda()\n"
-    fixed = fix(source)
+    fixed = fix(source, unsafe=True)  # an unused module-level load's fix is unsafe (issue 15)
     assert fixed.count("device = torch.device(") == 1
     assert "torch.load(p, map_location=device)" in fixed
 
@@ -99,14 +99,16 @@ def test_map_location_cpu_for_a_name_only_fed_to_load_state_dict():
     source = "import torch\nsd = torch.load(p)\nmodel.load_state_dict(sd['model'])\nopt.load_state_dict(sd['opt'])\n"
     assert "torch.load(p, map_location=\"cpu\")" in fix(source)
     source = "import torch\nsd = torch.load(p)\nmodel.load_state_dict(sd)\nprint(sd)\n"
-    assert "torch.load(p, map_location=device)" in fix(source)
+    assert "torch.load(p)" in fix(source)  # printed too: where it lives may matter, so unsafe
+    assert "torch.load(p, map_location=device)" in fix(source, unsafe=True)
 
 
 def test_map_location_none_is_replaced_in_place():
-    assert fix("import torch\nx = torch.load(p, map_location=None)\n", map_location="cpu") == (
+    assert fix("import torch\nx = torch.load(p, map_location=None)\n", map_location="cpu", unsafe=True) == (
         "import torch\nx = torch.load(p, map_location=\"cpu\")\n"
     )
-    assert fix("import torch\nx = torch.load(p, None)\n", map_location="cpu") == "import torch\nx = torch.load(p, \"cpu\")\n"
+    assert fix("import torch\nx = torch.load(p, None)\n", map_location="cpu", unsafe=True) == (
+        "import torch\nx = torch.load(p, \"cpu\")\n")
 
 
 def test_comments_and_formatting_around_a_fix_are_kept():
@@ -143,7 +145,7 @@ def test_a_file_that_does_not_converge_is_an_internal_error_and_untouched(monkey
 
 def test_discarded_move_rebinding_keeps_comments():
     source = "import torch\nx = torch.ones(1)\nx.to(device)  # move\n"
-    assert fix(source) == "import torch\nx = torch.ones(1)\nx = x.to(device)  # move\n"
+    assert fix(source, unsafe=True) == "import torch\nx = torch.ones(1)\nx = x.to(device)  # move\n"
 
 
 def test_every_fix_result_parses():

@@ -31,7 +31,9 @@ TEMPORARY = re.compile(r"\.devlint-[0-9]+-[a-z0-9_]+\.tmp")
 
 
 def _devlint(folder: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "devlint", "--fix", "--no-cache", "-j", "2", str(folder)],
+    # --unsafe-fixes: the discarded move's fix is unsafe (issue 15); every file then has several fixes
+    return subprocess.Popen([sys.executable, "-m", "devlint", "--fix", "--unsafe-fixes", "--no-cache", "-j", "2",
+                             str(folder)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
