@@ -52,11 +52,13 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
         return apply(text, findings)
     module = cst.parse_module(text)
     ctx = FileContext(module, options)
+    name = definition_name(options.device_name, has_star_import(module))
+    if name is None:
+        raise UnplaceableDefinition("no name for the device definition")
     placements: dict[int, object] = {}
     for finding in findings:
         if finding.fix.needs_device:
-            node = _node_at(ctx, finding.fix.edits[0].start) if finding.fix.edits else None
-            placements[id(finding)] = definition_placement(ctx, node) if node is not None else None
+            placements[id(finding)] = _fix_placement(ctx, finding, name)
     # A module-level definition comes first: the next pass may find that it reaches the other sites.
     module_level = any(p is MODULE_LEVEL for p in placements.values())
     earliest: dict[int, tuple[int, object]] = {}  # per function: the first statement holding a site
@@ -77,9 +79,6 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
             and earliest[id(placement.function)][1].statement is placement.statement
         ):
             chosen.append(finding)
-    name = definition_name(options.device_name, has_star_import(module))
-    if name is None:
-        raise UnplaceableDefinition("no name for the device definition")
     torch_name = module_torch_alias(module) or "torch"
     expression = device_expression(options.device_expression, torch_name)
     insertions = {key: _local_definition(ctx, text, placement, f"{name} = {expression}")
@@ -107,6 +106,30 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
 
 def _position(sequence, item) -> int:
     return next((i for i, each in enumerate(sequence) if each is item), -1)
+
+
+def _fix_placement(ctx: FileContext, finding: Finding, name: str):
+    """Where the definition must go for every edit of the fix that writes the device name to see it.
+
+    A fix may edit several statements (DL006 rewrites every use of an imported name at once): the
+    definition goes before the earliest of them in their function; edits in different functions, or
+    some at module level and some in a function, get none (the fix waits, and is not applied)."""
+    writes = re.compile(rf"\b{re.escape(name)}\b")
+    edits = [e for e in finding.fix.edits if writes.search(e.content)] or list(finding.fix.edits[:1])
+    found = []
+    for edit in edits:
+        node = _node_at(ctx, edit.start)
+        placement = definition_placement(ctx, node) if node is not None else None
+        if placement is None:
+            return None
+        found.append(placement)
+    if not found:
+        return None
+    if all(p is MODULE_LEVEL for p in found):
+        return MODULE_LEVEL
+    if any(p is MODULE_LEVEL for p in found) or len({id(p.function) for p in found}) != 1:
+        return None
+    return min(found, key=lambda p: _position(p.function.body.body, p.statement))
 
 
 def _node_at(ctx: FileContext, position: Position) -> cst.CSTNode | None:

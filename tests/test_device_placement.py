@@ -406,3 +406,24 @@ def test_a_bound_device_name_comes_before_self_device():
     source = ("import torch\nclass R:\n    def __init__(self, args):\n        self.device = torch.device(args.device)\n"
               "    def step(self, x, device):\n        return x.cuda()\n")
     assert _source_at_cuda_call(source)[0] == ("device", False)
+
+
+def test_a_fix_that_edits_several_statements_gets_its_definition_before_the_first():
+    # DL006 rewrites every use of an imported `autocast` at once: the definition must reach them all
+    # (seen on NeMo's vits.py, where it went before the last use only: `device` was unbound above it)
+    source = ("import torch\nfrom torch.cuda.amp import autocast\n\n\nclass M:\n    def step(self, x):\n"
+              "        with autocast(enabled=True):\n            a = x + 1\n"
+              "        with autocast(enabled=False):\n            b = x + 2\n        return a, b\n")
+    fixed = fixed_and_idempotent(source, unsafe=True)
+    lines = fixed.splitlines()
+    definition = next(i for i, line in enumerate(lines) if line.strip().startswith("device = torch.device("))
+    assert all(i > definition for i, line in enumerate(lines) if "device.type" in line)
+
+
+def test_a_fix_whose_edits_span_two_functions_is_not_applied_without_a_shared_definition():
+    source = ("import torch\nfrom torch.cuda.amp import autocast\n\n\ndef f(x):\n    with autocast():\n"
+              "        return x + 1\n\n\ndef g(x):\n    with autocast():\n        return x + 2\n")
+    fixed = fixed_and_idempotent(source, unsafe=True)
+    compile(fixed, "<fixed>", "exec")
+    for function in fixed.split("\ndef ")[1:]:
+        assert "device.type" not in function or "device = torch.device(" in function
