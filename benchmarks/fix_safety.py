@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - a set-up problem, said plainly
 _MAIN = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 _DEFINITION = re.compile(r"^_?device\s*=")
 _SUFFIXES = (".py", ".ipynb")
+_LINE = re.compile(r"\bline \d+")
 
 
 def devlint(*args: str) -> subprocess.CompletedProcess:
@@ -85,8 +86,9 @@ class _Collector(pyflakes_reporter.Reporter):
         self.messages.append(f"syntax error: {msg}")
 
     def flake(self, message):
-        # Without the position: a fix that shifts lines changes no message.
-        self.messages.append(message.message % message.message_args)
+        # Without positions (some messages name a line: "redefinition of unused 'x' from line 12"):
+        # a fix that shifts lines changes no message.
+        self.messages.append(_LINE.sub("line N", message.message % message.message_args))
 
 
 def pyflakes_messages(source: bytes) -> collections.Counter:
