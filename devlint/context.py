@@ -281,6 +281,18 @@ class FileContext:
 
         return CudaGuards(self)
 
+    def effective_position(self, node: cst.CSTNode) -> tuple[int, int] | None:
+        """Where a binding takes effect: after its whole assignment (`x = f(x)` reads the old x)."""
+        for parent in self.ancestors(node):
+            if isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List, cst.AssignTarget)):
+                continue
+            if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                end = self.positions[parent].end
+                return (end.line, end.column)
+            break
+        position = self.positions.get(node)
+        return None if position is None else (position.start.line, position.start.column)
+
     @cached_property
     def kinds(self):
         from devlint.rules._kinds import KindInference

@@ -39,7 +39,8 @@ class Implications:
 
     MAX_DEPTH = 8
 
-    def __init__(self) -> None:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
         self._depth = 0
 
     def implies(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
@@ -64,6 +65,15 @@ class Implications:
         if isinstance(expr, cst.Comparison):
             return self._comparison(expr)
         return self._atom(expr)
+
+    def _holds_at(self, node: cst.CSTNode, holds_for_child) -> bool:
+        """Does `holds_for_child(parent, child)` hold for some ancestor of `node`?"""
+        child = node
+        for parent in self.ctx.ancestors(node):
+            if holds_for_child(parent, child):
+                return True
+            child = parent
+        return False
 
     def _comparison(self, expr: cst.Comparison) -> tuple[bool, bool]:
         return NOTHING

@@ -337,8 +337,7 @@ class CudaGuards(Implications):
     """Answers `is_guarded(node)` for one file; `implies(condition)` is (truth means CUDA, falsity means CUDA)."""
 
     def __init__(self, ctx: FileContext) -> None:
-        super().__init__()
-        self.ctx = ctx
+        super().__init__(ctx)
         self._name_polarity: dict[str, tuple[bool, bool]] = {}
 
     # -- conditions --------------------------------------------------------------------------------
@@ -462,12 +461,7 @@ class CudaGuards(Implications):
 
     # -- placement ---------------------------------------------------------------------------------
     def is_guarded(self, node: cst.CSTNode) -> bool:
-        child = node
-        for parent in self.ctx.ancestors(node):
-            if self._guards_child(parent, child):
-                return True
-            child = parent
-        return False
+        return self._holds_at(node, self._guards_child)
 
     def _guards_child(self, parent: cst.CSTNode, child: cst.CSTNode) -> bool:
         if isinstance(parent, (cst.If, cst.IfExp)):

@@ -645,16 +645,7 @@ class KindInference:
         return best
 
     def _effective_position(self, node: cst.CSTNode) -> tuple[int, int] | None:
-        """Where a binding takes effect: after the whole assignment (`x = f(x)` reads the old x)."""
-        for parent in self.ctx.ancestors(node):
-            if isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List, cst.AssignTarget)):
-                continue
-            if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                end = self.ctx.positions[parent].end
-                return (end.line, end.column)
-            break
-        position = self.ctx.positions.get(node)
-        return None if position is None else (position.start.line, position.start.column)
+        return self.ctx.effective_position(node)
 
     def binding_kind(self, node: cst.CSTNode) -> Kind:
         return self._step(("binding", node), lambda: self._binding_kind(node))

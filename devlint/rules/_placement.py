@@ -532,17 +532,8 @@ class Placement:
         return None if position is None else (position.start.line, position.start.column)
 
     def _effective(self, node: cst.CSTNode) -> tuple[int, int] | None:
-        """Where a binding takes effect: after its whole statement (`x = f(x)` reads the old x)."""
-        for parent in self.ctx.ancestors(node):
-            if isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List, cst.AssignTarget)):
-                continue
-            if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                end = self.ctx.positions[parent].end
-                return (end.line, end.column)
-            break
-        if isinstance(node, cst.Param):
-            return (0, 0)
-        return self._position(node)
+        """Where a binding takes effect (a parameter: before everything in its function)."""
+        return (0, 0) if isinstance(node, cst.Param) else self.ctx.effective_position(node)
 
     # -- saved files -------------------------------------------------------------------------------------
     def path_key(self, expr: cst.CSTNode) -> tuple | None:

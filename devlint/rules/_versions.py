@@ -78,8 +78,7 @@ class VersionGates(Implications):
     falsity means old torch)."""
 
     def __init__(self, ctx: FileContext) -> None:
-        super().__init__()
-        self.ctx = ctx
+        super().__init__(ctx)
         self._memo: dict[str, tuple[bool, bool]] = {}
         self._version_memo: dict[str, bool] = {}
 
@@ -199,12 +198,7 @@ class VersionGates(Implications):
 
     # -- placement ----------------------------------------------------------------------------------
     def old_torch_only(self, node: cst.CSTNode) -> bool:
-        child = node
-        for parent in self.ctx.ancestors(node):
-            if self._old_child(parent, child):
-                return True
-            child = parent
-        return False
+        return self._holds_at(node, self._old_child)
 
     def _old_child(self, parent: cst.CSTNode, child: cst.CSTNode) -> bool:
         if isinstance(parent, (cst.If, cst.IfExp)):
