@@ -86,7 +86,8 @@ def test_bad_configuration_is_one_clear_error(tmp_path, table, message):
 def test_statistics(tmp_path):
     path = write(tmp_path / "a.py", LOAD + "z = torch.ones(1).cuda()\n")
     result = run(str(path), "--statistics")
-    assert result.output.splitlines() == ["    2\tDL001\t[*] cuda-call", "    1\tDL002\t[*] torch-load-without-map-location"]
+    # an unused module-level load: its fix is unsafe (issue 15), so no [*]
+    assert result.output.splitlines() == ["    2\tDL001\t[*] cuda-call", "    1\tDL002\t    torch-load-without-map-location"]
 
 
 def test_output_file(tmp_path):

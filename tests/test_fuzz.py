@@ -113,7 +113,8 @@ def _check(source: str, data: bytes | None = None) -> None:
 
     def unblocked(finding) -> bool:
         title = finding.fix.title if finding.fix is not None else ""
-        return (rebinds_device and "`device` is bound to something else" in title) or (
+        # an inserted definition binds `device` too: a read of an unbound global `device` is then bound
+        return ((rebinds_device or imports_torch) and "`device` is bound to something else" in title) or (
             imports_torch and "torch is not imported" in title)
 
     for finding in findings:
