@@ -117,3 +117,8 @@ def walk(root: cst.CSTNode):
             elif isinstance(value, (list, tuple)):
                 children.extend(v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, _SKIPPED))
         stack.extend((child, node) for child in reversed(children))
+
+
+def descendants(root: cst.CSTNode):
+    """Every meaningful node under `root`, `root` included (`walk` without the parents)."""
+    return (node for node, _ in walk(root))

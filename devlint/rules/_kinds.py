@@ -500,16 +500,22 @@ class KindInference:
                     continue
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 for t in targets:
-                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                        cls = self.ctx.enclosing(node, cst.ClassDef)
-                    elif isinstance(t, cst.Name):
-                        cls = self._class_body_of(node)
-                    else:
-                        continue
-                    if cls is not None:
-                        found.setdefault(cls, {}).setdefault(t.attr.value if isinstance(t, cst.Attribute)
-                                                             else t.value, []).append(node.value)
+                    owner = self._class_attribute(node, t)
+                    if owner is not None:
+                        found.setdefault(owner[0], {}).setdefault(owner[1], []).append(node.value)
         return found
+
+    def _class_attribute(self, statement: cst.CSTNode, target: cst.CSTNode) -> tuple[cst.ClassDef, str] | None:
+        """(class, attribute) that `target` binds: `self.x` in a method, or `x` in the class body."""
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            cls = self.ctx.enclosing(statement, cst.ClassDef)
+            name = target.attr.value
+        elif isinstance(target, cst.Name):
+            cls = self._class_body_of(statement)
+            name = target.value
+        else:
+            return None
+        return None if cls is None else (cls, name)
 
     def _class_body_of(self, statement: cst.CSTNode) -> cst.ClassDef | None:
         """The class whose body holds this small statement directly."""
@@ -525,16 +531,10 @@ class KindInference:
         unknown value (a loop target, `with ... as self.x`)."""
         found: dict[cst.ClassDef, dict[str, list]] = {}
         for node in self.ctx.nodes(cst.AnnAssign):
-            t = node.target
-            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                cls = self.ctx.enclosing(node, cst.ClassDef)
-            elif isinstance(t, cst.Name):
-                cls = self._class_body_of(node)
-            else:
-                continue
-            if cls is not None:
-                name = t.attr.value if isinstance(t, cst.Attribute) else t.value
-                found.setdefault(cls, {}).setdefault(name, []).append((node.annotation, node.value is not None))
+            owner = self._class_attribute(node, node.target)
+            if owner is not None:
+                annotated = (node.annotation, node.value is not None)
+                found.setdefault(owner[0], {}).setdefault(owner[1], []).append(annotated)
         for kind in (cst.AssignTarget, cst.For, cst.CompFor, cst.AsName):
             for node in self.ctx.nodes(kind):
                 target = node.name if isinstance(node, cst.AsName) else node.target

@@ -38,7 +38,7 @@ import libcst as cst
 
 from devlint.context import FileContext
 from devlint.rules._conditions import NOTHING, Implications, assigned_values, flip
-from devlint.syntax import dotted_name, last_component, string_value
+from devlint.syntax import descendants, dotted_name, last_component, string_value
 
 OLD = (True, False)  # (truth means old torch, falsity means old torch)
 NEW = (False, True)
@@ -99,7 +99,7 @@ class VersionGates(Implications):
             self._depth -= 1
 
     def _is_version(self, expr: cst.BaseExpression) -> bool:
-        for node in _walk(expr):
+        for node in descendants(expr):
             name = dotted_name(node)
             if name is None:
                 continue
@@ -235,7 +235,7 @@ class VersionGates(Implications):
         return bool(names & errors)
 
     def _uses_new_api(self, block: cst.CSTNode) -> bool:
-        for node in _walk(block):
+        for node in descendants(block):
             if isinstance(node, cst.ImportFrom) and node.module is not None:
                 module = dotted_name(node.module) or ""
                 if module == "torch.amp" or module.startswith("torch.amp."):
@@ -267,11 +267,3 @@ def _always_exits(block: cst.BaseSuite) -> bool:
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1]
     return isinstance(last, (cst.Return, cst.Raise))
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)

@@ -7,7 +7,7 @@ from devlint.rule import Invalid, Rule
 from devlint.rules._hardcoded import device_type_reference, qualified, torch_name
 from devlint.rules._versions import VersionGates
 from devlint.suppressions import parse as parse_suppressions
-from devlint.syntax import dotted_name, last_component, string_value
+from devlint.syntax import descendants, dotted_name, last_component, string_value
 
 _AUTOCAST = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
 _SCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"})
@@ -414,7 +414,7 @@ class CudaOnlyAmp(Rule):
         for node in self.ctx.nodes(cst.Assign) + self.ctx.nodes(cst.AugAssign) + self.ctx.nodes(cst.AnnAssign):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             if any(dotted_name(t) == "__all__" for t in targets) and node.value is not None:
-                exported.update(v for v in (string_value(n) for n in _descendants(node.value)) if v)
+                exported.update(v for v in (string_value(n) for n in descendants(node.value)) if v)
         return exported
 
     def _fixed_uses(self, statement: cst.CSTNode, bound: str) -> list[tuple[cst.CSTNode, cst.Name]]:
@@ -496,11 +496,3 @@ class CudaOnlyAmp(Rule):
             return Edit(self.ctx.span(alias.name)[0], self.ctx.span(names[index + 1].name)[0], "")
         previous = names[index - 1]
         return Edit(self.ctx.span(previous.asname or previous.name)[1], self.ctx.span(alias.asname or alias.name)[1], "")
-
-
-def _descendants(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)

@@ -5,7 +5,7 @@ import libcst as cst
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._kinds import MODULE, MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
-from devlint.syntax import dotted_name, last_component, string_value
+from devlint.syntax import descendants, dotted_name, last_component, string_value
 
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "long", "int", "bool", "type", "detach"})
 DEVICE_ONLY_MOVES = frozenset({"to", "cuda", "cpu"})
@@ -390,7 +390,7 @@ class DiscardedTensorMove(Rule):
         False when the first mention is inside a lambda or comprehension (read later, or not at all)."""
         best = None
         for root in nodes:
-            for node in _walk(root):
+            for node in descendants(root):
                 if self._is_target(node, target):
                     if best is None or self.ctx.span(node)[0] < self.ctx.span(best)[0]:
                         best = node
@@ -400,7 +400,7 @@ class DiscardedTensorMove(Rule):
         return best
 
     def _mentions(self, node: cst.CSTNode, target: str) -> bool:
-        return any(self._is_target(child, target) for child in _walk(node))
+        return any(self._is_target(child, target) for child in descendants(node))
 
     def _is_target(self, node: cst.CSTNode, target: str) -> bool:
         if "." in target:
@@ -495,7 +495,7 @@ class DiscardedTensorMove(Rule):
 
     def _value_moves_inputs(self, value: cst.CSTNode) -> bool:
         names = set()
-        for child in _walk(value):
+        for child in descendants(value):
             if isinstance(child, (cst.Name, cst.Attribute)):
                 names |= self.ctx.qualified_names(child)
                 names.add(dotted_name(child) or "")
@@ -509,7 +509,7 @@ class DiscardedTensorMove(Rule):
             for item in cls.body.body:
                 if isinstance(item, cst.FunctionDef) and item.name.value == "forward":
                     params = {p.name.value for p in item.params.params}
-                    for node in _walk(item):
+                    for node in descendants(item):
                         if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                                 and node.func.attr.value in DEVICE_ONLY_MOVES
                                 and isinstance(node.func.value, cst.Name) and node.func.value.value in params):
@@ -558,7 +558,7 @@ class DiscardedTensorMove(Rule):
         return None
 
     def _assigns_or_moves(self, statement: cst.CSTNode, dotted: str) -> bool:
-        for node in _walk(statement):
+        for node in descendants(statement):
             if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
                 if self._mentions(node.target, dotted):
                     return True
@@ -652,11 +652,3 @@ def _chain_signature(value: cst.CSTNode) -> tuple[str, str] | None:
             return None
         node = node.func.value
     return None
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
