@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import zipfile
+import zlib
 
 TORCH = "torch==2.13.0"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "devlint-bench")
@@ -35,3 +36,14 @@ def torch_sources(cache: str = CACHE) -> str:
 
 def python_files(folder: str) -> list[str]:
     return sorted(glob.glob(os.path.join(folder, "**", "*.py"), recursive=True))
+
+
+def in_sample(relative_path: str, every: int) -> bool:
+    """A fixed 1-in-`every` share of a corpus, by a hash of each file's path (the same files on every machine)."""
+    return every <= 1 or zlib.crc32(relative_path.replace(os.sep, "/").encode()) % every == 0
+
+
+def sample_share() -> int:
+    """The test suite checks a quarter of the torch sources (the whole corpus costs about 9 CPU minutes);
+    DEVLINT_FULL_CORPUS=1 checks all of it, as the benchmark scripts always do."""
+    return 1 if os.environ.get("DEVLINT_FULL_CORPUS") == "1" else 4
