@@ -66,6 +66,10 @@ def main() -> None:
 @click.option("--show-fixes", is_flag=True, help="List the fixes --fix applied.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa` directives for every current finding.")
 @click.option("--ignore-noqa", is_flag=True, help="Report findings even where `# noqa` silences them.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print the findings only: no summary, no warnings (errors still go to stderr).")
+@click.option("-s", "--silent", is_flag=True,
+              help="Print nothing (the exit code tells); an -o file is still written.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
 @click.option("--device-name", help="Variable the fixes use for the device [default: device].")
 @click.option("--device-expression",
@@ -88,12 +92,15 @@ def main() -> None:
 @click.version_option(__version__, prog_name="devlint")
 def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, add_noqa, ignore_noqa,
           statistics, config_path, isolated, stdin_filename, jobs, follow_links, no_cache, cache_dir, force_exclude,
-          **options) -> None:
+          quiet, silent, **options) -> None:
     """Check PATHS (files or folders; default: .) for PyTorch device bugs. `-` reads stdin.
 
     Exit codes: 0 no findings, 1 findings, 2 bad input, usage or internal error.
     `devlint rule CODE` prints a rule's documentation.
     """
+    # As ruff: -q keeps the findings (and the errors that explain exit 2), -s prints nothing at all.
+    # A usage or configuration error is printed whatever the level: exit 2 alone would say nothing.
+    level = SILENT if silent else QUIET if quiet else DEFAULT
     # As ruff: --stdin-filename with no path reads stdin (an editor passes only the name).
     paths = list(paths) or (["-"] if stdin_filename is not None else ["."])
     try:
@@ -107,13 +114,13 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     if paths == ["-"]:
         if add_noqa:
             _fail("--add-noqa needs files to write to; it cannot be used with stdin (-)")
-        sys.exit(_check_stdin(config, stdin_filename or "-", output_format, fix or diff, exit_zero, diff))
+        sys.exit(_check_stdin(config, stdin_filename or "-", output_format, fix or diff, exit_zero, diff, level))
 
     try:
         discovered, results, cache = _run(paths, exclude, extend_exclude, file_settings.root, follow_links,
                                           output_file, config, no_cache, cache_dir, jobs,
                                           write=(fix or add_noqa) and not diff, use_cache=not diff,
-                                          force_exclude=force_exclude)
+                                          force_exclude=force_exclude, level=level)
     except KeyboardInterrupt:
         # Workers finish the file in hand (writes are atomic) and queued files are dropped.
         click.echo("devlint: interrupted; files already fixed are complete, the others are unchanged", err=True)
@@ -121,35 +128,40 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     if cache is not None:
         cache.save()
         for warning in cache.warnings:
-            click.echo(f"devlint: warning: {warning}", err=True)
+            _say(level, DEFAULT, f"devlint: warning: {warning}")
     for result in results:
         if result.error:
-            click.echo(error_line(result), err=True)
+            _say(level, QUIET, error_line(result))
         elif result.notice:
-            click.echo(f"{result.path}: warning: {result.notice}", err=True)
+            _say(level, DEFAULT, f"{result.path}: warning: {result.notice}")
     if not discovered.files and not discovered.errors and not discovered.skipped:
-        click.echo(f"warning: no Python files found under {' '.join(paths)}", err=True)
+        _say(level, DEFAULT, f"warning: no Python files found under {' '.join(paths)}")
     other_errors, other_warnings = len(discovered.errors), len(discovered.skipped)
 
     if diff:
         diffs = [render_diff(r) for r in results if r.fixed_source is not None]
-        click.echo("".join(diffs), nl=False)
-        click.echo(would_fix_line(results), err=True)  # as ruff: after the diff, on stderr
+        if level >= QUIET:
+            click.echo("".join(diffs), nl=False)
+        _say(level, DEFAULT, would_fix_line(results))  # as ruff: after the diff, on stderr
         code = exit_code(results, len(discovered.errors), exit_zero=False)
         sys.exit(code if code == EXIT_ERROR else int(bool(diffs)))
 
     if add_noqa:
         added = sum(r.added_noqa for r in results)
-        click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+        if level >= DEFAULT:
+            click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
         sys.exit(exit_code(results, len(discovered.errors), exit_zero=True))
     if statistics:
         rendered = render_statistics(results)
     else:
+        color = output_file is None and _use_color()
         rendered = render(output_format, results, fixing=fix, unsafe_fixes=config.unsafe_fixes,
                           other_errors=other_errors, other_warnings=other_warnings,
-                          color=output_file is None and _use_color(), show_fixes=fix and show_fixes)
-    _emit(rendered, output_file)
-    if fix and show_fixes and (statistics or output_format != "text"):
+                          color=color, show_fixes=fix and show_fixes, summary=level >= DEFAULT,
+                          hyperlinks=color and _use_hyperlinks())
+    if level >= QUIET or output_file is not None:
+        _emit(rendered, output_file)
+    if fix and show_fixes and (statistics or output_format != "text") and level >= QUIET:
         # A machine format on stdout must stay parsable: the block goes to stderr there.
         click.echo(render_fixes(results), err=True, nl=False)
     code = exit_code(results, len(discovered.errors), exit_zero=exit_zero)
@@ -158,23 +170,33 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     sys.exit(code)
 
 
+# How much a run prints: -s, -q, or everything.
+SILENT, QUIET, DEFAULT = 0, 1, 2
+
+
+def _say(level: int, needed: int, message: str) -> None:
+    """A line on stderr, if the run's level (-s / -q) lets lines of this kind through."""
+    if level >= needed:
+        click.echo(message, err=True)
+
+
 def _run(paths, exclude, extend_exclude, root, follow_links, output_file, config, no_cache, cache_dir, jobs,
-         *, write: bool, use_cache: bool, force_exclude: bool = False):
+         *, write: bool, use_cache: bool, force_exclude: bool = False, level: int = DEFAULT):
     """Discover, then check (and fix): the part of a run that Ctrl-C may interrupt."""
     discovered = discover(paths, exclude, extend_exclude, root, follow_links=follow_links,
                           force_exclude=force_exclude)
     if output_file is not None:
         _refuse_input_as_output(output_file, discovered.files)
     for path, reason in discovered.errors:
-        click.echo(f"{path}: error: {reason}", err=True)
+        _say(level, QUIET, f"{path}: error: {reason}")
     for path, reason in discovered.skipped:
-        click.echo(f"{path}: warning: {reason}", err=True)
+        _say(level, DEFAULT, f"{path}: warning: {reason}")
     cache = None
     if not no_cache and use_cache:
         cache = ResultCache(cache_dir or os.path.join(root, CACHE_DIR_NAME), settings_key(config))
     # More workers than files or cores only costs forks (-j 3000 once started 2,400 processes).
     jobs = max(1, min(jobs or os.cpu_count() or 1, os.cpu_count() or 1, len(discovered.files) or 1))
-    with _Progress(len(discovered.files)):
+    with _Progress(len(discovered.files), enabled=level >= DEFAULT):
         checked = check_files(discovered.files, config, write=write, jobs=jobs, cache=cache)
     return discovered, checked, cache
 
@@ -184,7 +206,7 @@ class _Progress:
     over `after` seconds on a terminal; never in a pipe, a file or CI (the CI variable), and the
     line is erased when the run ends."""
 
-    def __init__(self, total: int, stream=None, after: float = 2.0) -> None:
+    def __init__(self, total: int, stream=None, after: float = 2.0, enabled: bool = True) -> None:
         import threading
 
         self.total, self.after = total, after
@@ -196,7 +218,7 @@ class _Progress:
             on_terminal = self.stream.isatty()
         except (AttributeError, ValueError):
             on_terminal = False
-        if on_terminal and not os.environ.get("CI") and os.environ.get("TERM") != "dumb":
+        if enabled and on_terminal and not os.environ.get("CI") and os.environ.get("TERM") != "dumb":
             self.thread = threading.Thread(target=self._show, daemon=True)
 
     def _show(self) -> None:
@@ -275,19 +297,21 @@ def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
 
 
 def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, exit_zero: bool,
-                 diff: bool = False) -> int:
-    """`devlint - [--fix | --diff]`: what editors call. With --fix the fixed source goes to stdout."""
+                 diff: bool = False, level: int = DEFAULT) -> int:
+    """`devlint - [--fix | --diff]`: what editors call. With --fix the fixed source goes to stdout
+    (whatever -q / -s say: it is the product, not a message)."""
     from devlint.engine import check_source
 
     data = sys.stdin.buffer.read()
     result = check_source(filename, data, config)
     if result.error:
-        click.echo(error_line(result), err=True)
+        _say(level, QUIET, error_line(result))
     elif result.notice:
-        click.echo(f"{filename}: warning: {result.notice}", err=True)
+        _say(level, DEFAULT, f"{filename}: warning: {result.notice}")
     if diff:
         shown = render_diff(result) if result.error is None and result.fixed_source is not None else ""
-        click.echo(shown, nl=False)
+        if level >= QUIET:
+            click.echo(shown, nl=False)
         return EXIT_ERROR if result.error else int(bool(shown))
     if fix:
         if result.error is None and result.fixed_source is not None:
@@ -295,8 +319,9 @@ def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, e
         else:
             sys.stdout.buffer.write(data)
         sys.stdout.flush()
-    else:
-        click.echo(render(output_format, [result], fixing=False, unsafe_fixes=config.unsafe_fixes), nl=False)
+    elif level >= QUIET:
+        click.echo(render(output_format, [result], fixing=False, unsafe_fixes=config.unsafe_fixes,
+                          summary=level >= DEFAULT), nl=False)
     return exit_code([result], 0, exit_zero=exit_zero)
 
 
@@ -307,6 +332,29 @@ def _use_color() -> bool:
     if os.environ.get("FORCE_COLOR"):
         return True
     return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+# Terminals known to render OSC 8 hyperlinks (as the supports-hyperlinks crate ruff uses); others
+# would print nothing wrong, but not every one ignores the sequence cleanly.
+_HYPERLINK_PROGRAMS = ("Hyper", "iTerm.app", "terminology", "WezTerm", "vscode", "ghostty")
+_HYPERLINK_TERMS = ("xterm-kitty", "alacritty", "alacritty-direct", "xterm-ghostty", "foot", "foot-extra")
+
+
+def _use_hyperlinks() -> bool:
+    """Whether the (coloured) codes link to their pages: FORCE_HYPERLINK=1 / =0 decides; otherwise
+    only on a terminal known to render OSC 8 links, and never in CI."""
+    forced = os.environ.get("FORCE_HYPERLINK")
+    if forced is not None:
+        return forced.strip() != "0"
+    if os.environ.get("CI"):
+        return False
+    env = os.environ
+    try:
+        vte = int(env.get("VTE_VERSION", "0"))
+    except ValueError:
+        vte = 0
+    return (vte >= 5000 or env.get("TERM_PROGRAM") in _HYPERLINK_PROGRAMS or env.get("TERM") in _HYPERLINK_TERMS
+            or "DOMTERM" in env or "WT_SESSION" in env or "KONSOLE_VERSION" in env)
 
 
 def _emit(text: str, output_file: str | None) -> None:

@@ -63,7 +63,12 @@ def _fallback_region(finding: Finding):
 
 
 # -- full --------------------------------------------------------------------------------------------
-def render_full(results: list[FileResult], other_errors: int = 0, other_warnings: int = 0) -> str:
+def render_full(results: list[FileResult], other_errors: int = 0, other_warnings: int = 0,
+                summary: bool = True) -> str:
+    """Each finding with its code, caret, fix and diff, and where the rule is documented; then the
+    summary (left out with `summary=False`, `-q`)."""
+    from devlint.docs import rule_url
+
     blocks = []
     for result, finding in _findings(results):
         source = _source(result, finding)
@@ -81,8 +86,10 @@ def render_full(results: list[FileResult], other_errors: int = 0, other_warnings
             block.append(f"= help: {finding.fix.title}{level}")
             if finding.fix.edits and source is not None:
                 block.append(_fix_diff(source, finding).rstrip("\n"))
-        block.append(f"= docs: `devlint rule {finding.code}` explains the rule, its fix and its options")
+        block.append(f"= docs: `devlint rule {finding.code}` explains the rule; online: {rule_url(finding.code)}")
         blocks.append("\n".join(block))
+    if not summary:
+        return "".join(block + "\n\n" for block in blocks)
     text = render_text(results, fixing=False, unsafe_fixes=False, other_errors=other_errors,
                        other_warnings=other_warnings)
     shown = {finding_line(r.path, f) for r, f in _findings(results)}
@@ -205,6 +212,7 @@ def _region(start, end) -> dict:
 def render_sarif(results: list[FileResult]) -> str:
     # SARIF describes every rule (its documentation is the class docstring): this imports the rule
     # modules, and LibCST with them; the other formats stay light for fully cached runs.
+    from devlint.docs import rule_url
     from devlint.rules import ALL_RULES
 
     index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
@@ -215,6 +223,7 @@ def render_sarif(results: list[FileResult]) -> str:
             "shortDescription": {"text": rule.summary()},
             "fullDescription": {"text": rule.summary()},
             "help": {"text": rule.documentation(), "markdown": rule.documentation()},
+            "helpUri": rule_url(rule.code),
             "defaultConfiguration": {"level": "error"},
             "properties": {"defaultEnabled": rule.default_enabled},
         }

@@ -12,15 +12,25 @@ from devlint.model import Applicability, FileResult, Finding
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def finding_line(path: str, finding: Finding, color: bool = False) -> str:
-    """`path:line:col: CODE [*] message`; with `color`, styled as ruff does (bold path, red code, cyan [*])."""
+def finding_line(path: str, finding: Finding, color: bool = False, hyperlink: bool = False) -> str:
+    """`path:line:col: CODE [*] message`; with `color`, styled as ruff does (bold path, red code, cyan [*]);
+    with `hyperlink` too, the code is a terminal hyperlink (OSC 8) to the rule's page, as ruff's."""
     marker = " [*]" if finding.fix and finding.fix.applicability is Applicability.SAFE and finding.fix.edits else ""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
     if color:
         return (f"{click.style(path, bold=True)}{click.style(':', fg='cyan')}{cell}{finding.start.line}"
                 f"{click.style(':', fg='cyan')}{finding.start.column + 1}{click.style(':', fg='cyan')} "
-                f"{click.style(finding.code, fg='red', bold=True)}{click.style(marker, fg='cyan')} {finding.message}")
+                f"{click.style(_linked(finding.code, hyperlink), fg='red', bold=True)}{click.style(marker, fg='cyan')} "
+                f"{finding.message}")
     return f"{path}:{cell}{finding.start.line}:{finding.start.column + 1}: {finding.code}{marker} {finding.message}"
+
+
+def _linked(code: str, hyperlink: bool) -> str:
+    if not hyperlink:
+        return code
+    from devlint.docs import rule_url  # no LibCST
+
+    return f"\x1b]8;;{rule_url(code)}\x1b\\{code}\x1b]8;;\x1b\\"
 
 
 def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
@@ -58,19 +68,22 @@ def render_fixes(results: list[FileResult], color: bool = False) -> str:
 
 
 def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, other_errors: int = 0,
-                other_warnings: int = 0, color: bool = False, show_fixes: bool = False) -> str:
+                other_warnings: int = 0, color: bool = False, show_fixes: bool = False, summary: bool = True,
+                hyperlinks: bool = False) -> str:
     """One line per finding, then a summary that is honest about what was not checked.
+
+    `summary=False` (`-q`) leaves the summary out: the findings (and the `--show-fixes` block) only.
 
     `other_errors` counts paths that never became results (a missing path); `other_warnings` named
     files left out (README.md). `All checks passed!` only when every requested file was checked and
     is clean; a run that checked nothing says so."""
-    lines = [finding_line(r.path, f, color) for r in results for f in r.findings]
+    lines = [finding_line(r.path, f, color, hyperlinks and color) for r in results for f in r.findings]
     findings = [f for r in results for f in r.findings]
     fixed = sum(len(r.applied) for r in results)
     errors = other_errors + sum(1 for r in results if r.error)
     partial = sum(1 for r in results if r.notice and not r.error and r.notice.endswith(PARTLY_CHECKED))
     skipped = other_warnings + sum(1 for r in results if r.notice and not r.error) - partial
-    summary: list[str] = []
+    wanted, summary = summary, []
     unchecked = _unchecked(errors, skipped, partial)
     if findings:
         total = len(findings) + fixed
@@ -99,7 +112,9 @@ def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, 
         summary = [_style_summary(line, bool(findings or errors)) for line in summary]
     fixes = render_fixes(results, color) if show_fixes else ""
     if fixes:  # between the findings and the summary, as ruff
-        lines += ([""] if lines else []) + fixes.splitlines() + [""]
+        lines += ([""] if lines else []) + fixes.splitlines() + ([""] if wanted else [])
+    if not wanted:
+        return "".join(line + "\n" for line in lines)
     return "\n".join(lines + summary) + "\n"
 
 
@@ -139,6 +154,8 @@ def _applicable(finding: Finding, level: Applicability) -> bool:
 
 
 def finding_dict(path: str, finding: Finding) -> dict:
+    from devlint.docs import rule_url  # no LibCST
+
     fix = None
     if finding.fix is not None:
         fix = {
@@ -165,6 +182,7 @@ def finding_dict(path: str, finding: Finding) -> dict:
         "end_column": finding.end.column + 1,
         "cell": finding.cell,
         "fix": fix,
+        "url": rule_url(finding.code),
     }
 
 
@@ -176,18 +194,23 @@ OUTPUT_FORMATS = ("text", "json", "full", "json-lines", "github", "gitlab", "jun
 
 
 def render(fmt: str, results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, other_errors: int = 0,
-           other_warnings: int = 0, color: bool = False, show_fixes: bool = False) -> str:
+           other_warnings: int = 0, color: bool = False, show_fixes: bool = False, summary: bool = True,
+           hyperlinks: bool = False) -> str:
     """`other_errors` / `other_warnings`: see render_text (they shape the summary of text and full).
-    `show_fixes` adds the `Fixed N errors:` block to text (other formats: the caller prints it on stderr)."""
+    `show_fixes` adds the `Fixed N errors:` block to text (other formats: the caller prints it on stderr).
+    `summary=False` (`-q`) drops the summary of text and full; `hyperlinks` (with `color`) makes each code
+    of text a terminal hyperlink to the rule's page."""
     if fmt == "json":
         return render_json(results)
     if fmt == "text":
         return render_text(results, fixing=fixing, unsafe_fixes=unsafe_fixes, other_errors=other_errors,
-                           other_warnings=other_warnings, color=color, show_fixes=show_fixes)
+                           other_warnings=other_warnings, color=color, show_fixes=show_fixes, summary=summary,
+                           hyperlinks=hyperlinks)
     from devlint import formats  # the CI formats: full, json-lines, github, gitlab, junit, sarif
 
     if fmt == "full":
-        return formats.render_full(results, other_errors=other_errors, other_warnings=other_warnings)
+        return formats.render_full(results, other_errors=other_errors, other_warnings=other_warnings,
+                                   summary=summary)
     return formats.render(fmt, results)
 
 

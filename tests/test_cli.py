@@ -323,3 +323,69 @@ def test_subprocess_end_to_end(tmp_path):
     assert "Traceback" not in proc.stderr
     clean = subprocess.run([sys.executable, "-m", "devlint", str(good)], capture_output=True, text=True)
     assert clean.returncode == 0
+
+
+# -- -q/--quiet and -s/--silent, as ruff -------------------------------------------------------------
+def test_quiet_prints_the_findings_only(tmp_path):
+    path = write(tmp_path / "a.py", BUGGY)
+    result = run(str(path), "-q", "--no-cache")
+    assert result.exit_code == 1
+    assert result.stdout == f"{path}:2:20: DL001 [*] `.cuda()` hard-codes the CUDA device; use `.to(device)`\n"
+    clean = run(str(write(tmp_path / "ok.py", CLEAN)), "--quiet", "--no-cache")
+    assert (clean.exit_code, clean.stdout, clean.stderr) == (0, "", "")
+
+
+def test_quiet_keeps_errors_and_drops_warnings(tmp_path):
+    write(tmp_path / "notes.md", "x\n")
+    broken = write(tmp_path / "broken.py", "def f(:\n")
+    result = run(str(tmp_path / "notes.md"), str(broken), str(tmp_path / "nope.py"), "-q", "--no-cache")
+    assert result.exit_code == 2
+    assert "warning" not in result.stderr
+    assert f"{broken}:1:7: error: SyntaxError" in result.stderr
+    assert f"{tmp_path / 'nope.py'}: error: no such file or directory" in result.stderr
+    assert result.stdout == ""
+
+
+def test_quiet_with_other_formats_fix_and_diff(tmp_path):
+    path = write(tmp_path / "a.py", BUGGY)
+    full = run(str(path), "-q", "--no-cache", "--output-format", "full").stdout
+    assert "DL001" in full and "= docs:" in full and "Found" not in full and "fixable" not in full
+    rows = json.loads(run(str(path), "-q", "--no-cache", "--output-format", "json").stdout)
+    assert [r["code"] for r in rows] == ["DL001"]
+    diff = run(str(path), "-q", "--diff", "--no-cache")
+    assert "+x = torch.zeros(3).to(device)" in diff.stdout and "Would fix" not in diff.stderr
+    fixed = run(str(path), "-q", "--fix", "--show-fixes", "--no-cache")
+    assert fixed.exit_code == 0
+    assert fixed.stdout == f"Fixed 1 error:\n- {path}:\n    1 \u00d7 DL001 (cuda-call)\n"
+
+
+def test_silent_prints_nothing_and_exits_as_usual(tmp_path):
+    path = write(tmp_path / "a.py", BUGGY)
+    for args in ([], ["--output-format", "json"], ["--statistics"], ["--diff"], ["--fix", "--show-fixes"]):
+        write(path, BUGGY)
+        result = run(str(path), "-s", "--no-cache", *args)
+        assert (result.exit_code, result.stdout, result.stderr) == (1 if args != ["--fix", "--show-fixes"] else 0,
+                                                                    "", ""), args
+    broken = run(str(write(tmp_path / "b.py", "def f(:\n")), str(tmp_path / "nope.py"), "--silent", "--no-cache")
+    assert (broken.exit_code, broken.stdout, broken.stderr) == (2, "", "")
+
+
+def test_silent_still_writes_the_output_file_and_reports_bad_usage(tmp_path):
+    path = write(tmp_path / "a.py", BUGGY)
+    out = tmp_path / "report.json"
+    result = run(str(path), "-s", "--no-cache", "--output-format", "json", "-o", str(out))
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert [r["code"] for r in json.loads(out.read_text())] == ["DL001"]
+    bad = run(str(path), "-s", "--select", "DL999")
+    assert bad.exit_code == 2 and "DL999" in bad.stderr  # exit 2 alone would say nothing
+
+
+def test_quiet_and_silent_on_stdin():
+    runner = CliRunner()
+    quiet = runner.invoke(main, ["-", "-q", "--stdin-filename", "a.py"], input=BUGGY)
+    assert (quiet.exit_code, quiet.stdout) == (1, "a.py:2:20: DL001 [*] `.cuda()` hard-codes the CUDA device; "
+                                                   "use `.to(device)`\n")
+    silent = runner.invoke(main, ["-", "-s"], input=BUGGY)
+    assert (silent.exit_code, silent.stdout) == (1, "")
+    fixed = runner.invoke(main, ["-", "-s", "--fix"], input=BUGGY)  # the fixed source is the product
+    assert "torch.zeros(3).to(device)" in fixed.stdout
