@@ -182,3 +182,23 @@ def test_dl006_string_device_stays_display_only():
     [finding] = lint(source, "DL006")
     assert finding.fix.applicability is Applicability.DISPLAY_ONLY
     assert "`device` is bound to a string" in finding.fix.title
+
+
+@pytest.mark.parametrize("init, expected_move, expected_type", [
+    ("def __init__(self, device):", "x.to(self.device)", "torch.device(self.device).type"),
+    ("def __init__(self, device: torch.device):", "x.to(self.device)", "self.device.type"),
+    ("def __init__(self, device=None):", "x.to(device)", "device.type"),  # None: not a device
+    ("def __init__(self, device='cuda:1'):", "x.to(device)", "device.type"),  # another GPU
+])
+def test_self_device_set_from_an_init_parameter_that_is_a_device(init, expected_move, expected_type):
+    source = (f"import torch\nclass Runner:\n    {init}\n        self.device = device\n"
+              "    def step(self, x):\n        with torch.cuda.amp.autocast():\n            return x.cuda()\n")
+    fixed = fix(source, unsafe=True)
+    assert f"return {expected_move}" in fixed
+    assert f"torch.amp.autocast({expected_type})" in fixed
+
+
+def test_self_device_from_a_parameter_rebound_in_init_is_not_offered():
+    source = ("import torch\nclass Runner:\n    def __init__(self, device):\n        device = str(device)\n"
+              "        self.device = device\n    def step(self, x):\n        return x.cuda()\n")
+    assert "self.device)" not in fix(source, "DL001")

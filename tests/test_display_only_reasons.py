@@ -85,6 +85,8 @@ CASES = [
      "a library module: a module-level `device` would query CUDA at import, and this code runs in no function"),
     ("above-the-imports", "DL001", "import os\nx = torch.ones(2).cuda()\nimport torch\n",
      "this code runs above the end of the imports, where a module-level definition would go"),
+    ("torch-imported-in-a-function", "DL001", "def f(x):\n    import torch\n    return x.cuda()\n",
+     "torch is imported only inside a function, not at module level"),
     # the other rules that write a device give the same reasons
     ("dl004", "DL004", "import torch\ndef f(x, device=None):\n    return x.to('cuda')\n",
      "`device` is a parameter whose default is None (line 2)"),

@@ -128,6 +128,15 @@ def device_failure(ctx: FileContext, node: cst.CSTNode) -> str:
     return _placement_failure(ctx, node, definition, found, star and definition != name)
 
 
+def torch_failure(ctx: FileContext) -> str:
+    """Why no name of the file is the torch module a fix may write (or a definition may use)."""
+    if ctx.torch_alias is None and ctx.binds("torch"):
+        if "torch" not in ctx._other_bindings and ctx._imports.get("torch") == {"torch"}:
+            return "torch is imported only inside a function, not at module level"
+        return "`torch` names something other than the torch module here"
+    return "torch is not imported"
+
+
 def _line(ctx: FileContext, node: cst.CSTNode) -> str:
     position = ctx.positions.get(node)
     return "" if position is None else f" (line {position.start.line})"
@@ -226,7 +235,7 @@ def _placement_failure(ctx: FileContext, node: cst.CSTNode, name: str, found, st
     """Why `_placement(ctx, node, name, found)` is None."""
     star_note = " (named `" + name + "`: a star import may bind `" + name.lstrip("_") + "`)" if star else ""
     if ctx.torch_alias is None and ctx.binds("torch"):
-        return "`torch` names something other than the torch module here"
+        return torch_failure(ctx)
     if _deleted(ctx, node, name) or _declared_later(ctx, node, name):
         return _reuse_failure(ctx, node, name)
     at_import, function, statement = _evaluation_site(ctx, node)
@@ -452,7 +461,12 @@ def holds_torch_device(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
         return True  # derived: `y.device` of a tensor on the device
     if "." in text:
         values = _own_device_values(ctx, node, text.split(".", 1)[1])
-        return bool(values) and all(_is_torch_device_value(ctx, v) for v in values)
+        return bool(values) and all(_is_torch_device_value(ctx, v) or (
+            isinstance(v, cst.Name) and _holds_torch_device_name(ctx, v, v.value)) for v in values)
+    return _holds_torch_device_name(ctx, node, text)
+
+
+def _holds_torch_device_name(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
     assignments = ctx.bindings(node, text)
     if not assignments:
         return False
@@ -526,7 +540,7 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
             for small in statement.body:
                 if (isinstance(small, cst.Assign) and len(small.targets) == 1
                         and _is_self_attribute(small.targets[0].target, init_self, name)
-                        and _may_be_cuda_device(small.value)):
+                        and _init_device_value(ctx, init, small.value)):
                     values.append(small.value)
     if not values:
         return None
@@ -534,11 +548,26 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
         if target.attr.value == name and _is_assigned(ctx, target):
             statement = ctx.parent(ctx.parent(target)) if isinstance(ctx.parent(target), cst.AssignTarget) else None
             if not (isinstance(statement, cst.Assign) and ctx.enclosing(statement, (cst.FunctionDef,)) is init
-                    and ctx.parent(ctx.parent(statement)) is init.body and _may_be_cuda_device(statement.value)):
+                    and ctx.parent(ctx.parent(statement)) is init.body and _init_device_value(ctx, init, statement.value)):
                 return None  # set elsewhere (another object's, a subclass's, a branch): not known
     if any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in cls.body.body):
         return None
     return receiver, values
+
+
+def _init_device_value(ctx: FileContext, init: cst.FunctionDef, value: cst.BaseExpression) -> bool:
+    """A device value that may be CUDA, or a parameter of `__init__` that `_reuse` would take for a device
+    (`def __init__(self, device): self.device = device`: no default, or a default that may be CUDA), not
+    rebound in `__init__`."""
+    if _may_be_cuda_device(value):
+        return True
+    if not isinstance(value, cst.Name):
+        return False
+    params = [p for p in (*init.params.params, *init.params.kwonly_params) if p.name.value == value.value]
+    if len(params) != 1 or not (params[0].default is None or _may_be_cuda_device(params[0].default)):
+        return False
+    return not any(_inside(ctx, site, init) and site is not params[0]
+                   for site in ctx.binding_sites.get(value.value, ()))
 
 
 def _is_self_attribute(target: cst.BaseExpression, receiver: str, name: str) -> bool:

@@ -13,7 +13,7 @@ import libcst as cst
 
 from devlint.context import FileContext, target_names
 from devlint.model import Applicability, Fix
-from devlint.rules._device import device_failure, device_reference, device_source, holds_torch_device
+from devlint.rules._device import device_failure, device_reference, device_source, holds_torch_device, torch_failure
 from devlint.syntax import dotted_name, name_words, string_value, walk
 
 _CUDA = re.compile(r"cuda(?::(\d+))?\Z")
@@ -148,13 +148,6 @@ def placed_value(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
                                    for n in ctx.qualified_names(call.func)):
         return call
     return None
-
-
-def torch_failure(ctx: FileContext) -> str:
-    """Why `torch_name` found no name for the torch module."""
-    if ctx.torch_alias is None and ctx.binds("torch"):
-        return "`torch` names something other than the torch module here"
-    return "torch is not imported"
 
 
 def device_type_reference(ctx: FileContext, node: cst.CSTNode,
