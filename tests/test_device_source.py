@@ -202,3 +202,61 @@ def test_self_device_from_a_parameter_rebound_in_init_is_not_offered():
     source = ("import torch\nclass Runner:\n    def __init__(self, device):\n        device = str(device)\n"
               "        self.device = device\n    def step(self, x):\n        return x.cuda()\n")
     assert "self.device)" not in fix(source, "DL001")
+
+
+# -- 4. runtime proof on the virtual GPU (one batched program) ----------------------------------------------
+
+PROGRAM = '''
+import torch
+
+
+class Runner:
+    def __init__(self, device):
+        self.device = device
+        self.lin = torch.nn.Linear(3, 3).to(device)
+
+    def step(self, x):
+        y = self.lin(x.cuda())
+        return y.sum() + torch.ones(1).cuda()
+
+
+def combine(x):
+    y = x.cuda()
+    z = torch.ones(3).cuda() + y
+    return torch.cat([torch.zeros(2).cuda(), z]) * torch.ones(5, device="cuda")
+
+
+torch.manual_seed(0)
+dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+out = combine(torch.arange(3.0))
+r = Runner(dev).step(torch.ones(2, 3))
+print(out.tolist(), out.is_cuda == torch.cuda.is_available(), round(r.item(), 4))
+'''
+
+
+@pytest.mark.slow
+def test_derived_devices_keep_the_virtual_gpu_output_and_run_without_cuda(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "PYTHONWARNINGS": "ignore"}
+
+    def run(*args, **extra):
+        return subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True,
+                              env={**env, **extra}, timeout=240)
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM.lstrip())
+    before = run("-m", "devlint", "run", "--virtual-gpu", "prog.py")
+    assert before.returncode == 0, before.stderr
+    run("-m", "devlint", "--fix", "--no-cache", "--isolated", "prog.py")
+    fixed = prog.read_text()
+    assert "torch.ones(3).to(y.device) + y" in fixed and "x.to(self.device)" in fixed
+    assert "torch.zeros(2).to(z.device)" in fixed and 'device=' in fixed
+    after = run("-m", "devlint", "run", "--virtual-gpu", "prog.py")
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout
+    hidden = run("prog.py", CUDA_VISIBLE_DEVICES="")
+    assert hidden.returncode == 0, hidden.stderr
