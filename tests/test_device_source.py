@@ -260,3 +260,12 @@ def test_derived_devices_keep_the_virtual_gpu_output_and_run_without_cuda(tmp_pa
     assert after.stdout == before.stdout
     hidden = run("prog.py", CUDA_VISIBLE_DEVICES="")
     assert hidden.returncode == 0, hidden.stderr
+
+
+def test_self_device_is_not_written_into_a_default_or_from_a_non_device_parameter():
+    source = ("import torch\nclass Runner:\n    def __init__(self, device):\n        self.device = device\n"
+              "    def step(self, x, e=torch.ones(2).cuda()):\n        return x\n")
+    assert "self.device)" not in fix(source, "DL001")  # a default runs where `self` is not bound
+    source = ("import torch\nclass Runner:\n    def __init__(self, gpu):\n        self.device = gpu\n"
+              "    def step(self, x):\n        return x.cuda()\n")
+    assert "self.device)" not in fix(source, "DL001")  # `gpu` may be an index: another GPU

@@ -519,6 +519,8 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
     method = ctx.enclosing(node, (cst.FunctionDef, cst.Lambda))
     if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
         return None
+    if _evaluation_site(ctx, node)[1] is not method:
+        return None  # a default or a decorator of the method runs where `self` is not bound
     body = ctx.parent(method)
     cls = ctx.parent(body) if isinstance(body, cst.IndentedBlock) else None
     if not isinstance(cls, cst.ClassDef) or method.decorators:
@@ -540,7 +542,7 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
             for small in statement.body:
                 if (isinstance(small, cst.Assign) and len(small.targets) == 1
                         and _is_self_attribute(small.targets[0].target, init_self, name)
-                        and _init_device_value(ctx, init, small.value)):
+                        and _init_device_value(ctx, init, small.value, name)):
                     values.append(small.value)
     if not values:
         return None
@@ -548,20 +550,20 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
         if target.attr.value == name and _is_assigned(ctx, target):
             statement = ctx.parent(ctx.parent(target)) if isinstance(ctx.parent(target), cst.AssignTarget) else None
             if not (isinstance(statement, cst.Assign) and ctx.enclosing(statement, (cst.FunctionDef,)) is init
-                    and ctx.parent(ctx.parent(statement)) is init.body and _init_device_value(ctx, init, statement.value)):
+                    and ctx.parent(ctx.parent(statement)) is init.body and _init_device_value(ctx, init, statement.value, name)):
                 return None  # set elsewhere (another object's, a subclass's, a branch): not known
     if any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in cls.body.body):
         return None
     return receiver, values
 
 
-def _init_device_value(ctx: FileContext, init: cst.FunctionDef, value: cst.BaseExpression) -> bool:
-    """A device value that may be CUDA, or a parameter of `__init__` that `_reuse` would take for a device
-    (`def __init__(self, device): self.device = device`: no default, or a default that may be CUDA), not
-    rebound in `__init__`."""
+def _init_device_value(ctx: FileContext, init: cst.FunctionDef, value: cst.BaseExpression, name: str) -> bool:
+    """A device value that may be CUDA, or the parameter `device` (the configured name) of `__init__` that
+    `_reuse` would take for a device (`def __init__(self, device): self.device = device`: no default, or a
+    default that may be CUDA), not rebound in `__init__`. (`self.device = gpu` may hold a GPU index.)"""
     if _may_be_cuda_device(value):
         return True
-    if not isinstance(value, cst.Name):
+    if not isinstance(value, cst.Name) or value.value != name:
         return False
     params = [p for p in (*init.params.params, *init.params.kwonly_params) if p.name.value == value.value]
     if len(params) != 1 or not (params[0].default is None or _may_be_cuda_device(params[0].default)):
