@@ -70,7 +70,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.context import FileContext, target_names
-from devlint.syntax import dotted_name, string_value
+from devlint.syntax import dotted_name, is_none, string_value
 
 
 def device_expression(options_expression: str, torch_name: str) -> str:
@@ -100,27 +100,427 @@ def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | 
     return (definition, True) if _placement(ctx, node, definition, found) is not None else None
 
 
-def device_source(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | None:
-    """Like `device_reference`, but the text may be an expression, not only a name: `self.device`
-    (see `_own_device_attribute`) comes before a definition. For rules that write the text as an
-    expression (`cst.parse_expression`), not as a `cst.Name`."""
+def device_failure(ctx: FileContext, node: cst.CSTNode) -> str:
+    """Why `device_reference(ctx, node)` is None: the real cause, in words for a display-only title.
+
+    It follows `device_reference` step by step: the configured name is bound where the fix would
+    write it, but not certainly to a device (`_reuse`: a later `global`, a non-device binding, a
+    `del`, a binding later in the scope or only on some paths), the name a definition would bind is
+    taken (builtins, a star import), or no definition can be placed (`_placement`: torch names
+    something else, a `CUDA_VISIBLE_DEVICES` setting, a one-line `def`, a function that reads the
+    name, a library module whose code runs at import, ...).
+    """
     name = ctx.options.device_name
     found = _reuse(ctx, node, name)
-    if found is None or isinstance(found, tuple):
+    if found is None:
+        return _reuse_failure(ctx, node, name)
+    star = _has_star_import(ctx)
+    definition = definition_name(name, star)
+    if definition is None:
+        return f"`{name}` and `_{name}` are builtins or keywords: no name is free for a definition"
+    if definition != name:
+        found = _reuse(ctx, node, definition)
+        if found is None:
+            return _reuse_failure(ctx, node, definition)
+        if found is _UNBOUND and any(n.value == definition for n in ctx.nodes(cst.Name)):
+            cause = "a star import may bind it" if star else "it may be a builtin"
+            return f"`{definition}` is read without a binding in this file ({cause}): a definition would shadow it"
+    return _placement_failure(ctx, node, definition, found, star and definition != name)
+
+
+def torch_failure(ctx: FileContext) -> str:
+    """Why no name of the file is the torch module a fix may write (or a definition may use)."""
+    if ctx.torch_alias is None and ctx.binds("torch"):
+        if "torch" not in ctx._other_bindings and ctx._imports.get("torch") == {"torch"}:
+            return "torch is imported only inside a function, not at module level"
+        return "`torch` names something other than the torch module here"
+    return "torch is not imported"
+
+
+def _line(ctx: FileContext, node: cst.CSTNode) -> str:
+    position = ctx.positions.get(node)
+    return "" if position is None else f" (line {position.start.line})"
+
+
+def _short(ctx: FileContext, node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(ctx.code(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _reuse_failure(ctx: FileContext, node: cst.CSTNode, name: str) -> str:
+    """Why `_reuse(ctx, node, name)` is None."""
+    owner = _owner(ctx, node)
+    for statement in _declarations(ctx, name) if _declared_later(ctx, node, name) else ():
+        if _owner(ctx, statement) is owner:
+            keyword = "global" if isinstance(statement, cst.Global) else "nonlocal"
+            return f"`{keyword} {name}` comes after this use{_line(ctx, statement)}: a use of `{name}` here does not compile"
+    scope = ctx.scope(node)
+    if scope is None:
+        return f"the scope of `{name}` here is unknown"
+    assignments = ctx.bindings(node, name)
+    for assignment in assignments:
+        if not _is_device_binding(ctx, assignment):
+            return _not_a_device(ctx, assignment, name)
+    if _deleted(ctx, node, name):
+        statement = next((d for d in ctx.nodes(cst.Del)
+                          if any(t.value == name for t in target_names(d.target))), None)
+        return f"`del {name}`{_line(ctx, statement) if statement is not None else ''} may unbind `{name}` here"
+    use = ctx.positions.get(node)
+    if use is not None and assignments:
+        use_at = (use.start.line, use.start.column)
+        positions = [ctx.effective_position(a.node) for a in assignments if not isinstance(a.node, cst.Param)]
+        if positions and all(p is not None and p > use_at for p in positions):
+            first = min(assignments, key=lambda a: ctx.effective_position(a.node))
+            return f"`{name}` is bound only later in this scope{_line(ctx, first.node)}, after this use"
+    where = next((a for a in assignments if not _dominates(ctx, a, node)), None)
+    detail = _line(ctx, where.node) if where is not None else ""
+    return f"`{name}` may be unbound here: its binding{detail} is on a branch, in a loop or in a `try`"
+
+
+def _not_a_device(ctx: FileContext, assignment, name: str) -> str:
+    """Says what `assignment` binds `name` to, which is not known to be a device."""
+    node = assignment.node
+    line = _line(ctx, node)
+    if isinstance(node, cst.Param):
+        parameters = ctx.parent(node)
+        if isinstance(parameters, cst.Parameters) and node is parameters.star_arg:
+            return f"`{name}` is a `*{name}` parameter{line}: a tuple, not a device"
+        if isinstance(parameters, cst.Parameters) and node is parameters.star_kwarg:
+            return f"`{name}` is a `**{name}` parameter{line}: a dict, not a device"
+        if is_none(node.default):
+            return f"`{name}` is a parameter whose default is None{line}: not known to be a device"
+        return f"`{name}` is a parameter with the default `{_short(ctx, node.default)}`{line}: not known to be the run's device"
+    parent = ctx.parent(node)
+    statement = ctx.parent(parent) if isinstance(parent, cst.AssignTarget) else parent
+    value = None
+    if isinstance(statement, cst.Assign) and isinstance(parent, cst.AssignTarget) and parent.target is node:
+        value = statement.value
+    elif isinstance(statement, cst.AnnAssign) and statement.target is node:
+        value = statement.value
+    if value is not None:
+        if string_value(value) is not None:
+            kind = "a string"
+        elif isinstance(value, (cst.Integer, cst.Float)) or (
+                isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer)):
+            kind = "a number"
+        elif is_none(value):
+            kind = "None"
+        else:
+            kind = "a value"
+        return f"`{name}` is bound to {kind}, `{_short(ctx, value)}`{line}: not known to be a device"
+    if isinstance(statement, cst.AnnAssign):
+        return f"`{name}` is only annotated{line}: not known to be bound to a device"
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        kind = "function" if isinstance(node, cst.FunctionDef) else "class"
+        return f"`{name}` is a {kind} defined in this file{line}, not a device"
+    if isinstance(node, (cst.Import, cst.ImportFrom)) or isinstance(parent, cst.ImportAlias):
+        return f"`{name}` is imported{line}: not known to be a device"
+    holder = ctx.parent(parent) if isinstance(parent, cst.AsName) else None
+    if isinstance(holder, cst.WithItem):
+        return f"`{name}` is bound by a `with` statement{line}: not known to be a device"
+    if isinstance(holder, cst.ExceptHandler):
+        return f"`{name}` is bound to an exception{line}, not a device"
+    if isinstance(holder, cst.ImportAlias):
+        return f"`{name}` is imported{line}: not known to be a device"
+    if isinstance(parent, (cst.For, cst.CompFor)):
+        return f"`{name}` is a loop variable{line}, not known to be a device"
+    if isinstance(parent, (cst.Element, cst.StarredElement)):
+        return f"`{name}` is bound by unpacking{line}: not known to be a device"
+    if isinstance(parent, cst.AugAssign):
+        return f"`{name}` is changed by `{_short(ctx, parent)}`{line}: not known to be a device"
+    return f"`{name}` is bound by something other than a plain assignment{line}: not known to be a device"
+
+
+def _placement_failure(ctx: FileContext, node: cst.CSTNode, name: str, found, star: bool) -> str:
+    """Why `_placement(ctx, node, name, found)` is None."""
+    star_note = " (named `" + name + "`: a star import may bind `" + name.lstrip("_") + "`)" if star else ""
+    if ctx.torch_alias is None and ctx.binds("torch"):
+        return torch_failure(ctx)
+    if _deleted(ctx, node, name) or _declared_later(ctx, node, name):
+        return _reuse_failure(ctx, node, name)
+    at_import, function, statement = _evaluation_site(ctx, node)
+    script = script_evidence(ctx)
+    if function is None and found is _UNBOUND:
+        main, main_statement = _main_block_site(ctx, node)
+        if main is not None and main_statement is not None:
+            function, statement = main, main_statement
+    if function is not None:
+        if statement is None:
+            return (f"the function's body is on the `def` line: there is no line to define `{name}` on"
+                    f"{star_note}")
+        return _local_failure(ctx, function, statement, name, found) + star_note
+    if at_import or script:
+        return _insert_failure(ctx, node, name, found) + star_note
+    return (f"a library module: a module-level `{name}` would query CUDA at import, and this code runs in no "
+            "function that could define it")
+
+
+def _local_failure(ctx: FileContext, function, statement, name: str, found) -> str:
+    """Why `_can_define_locally` is False."""
+    facts = _facts(ctx)
+    mention = next((m for m in facts.mentions(name) if _inside(ctx, m, function)), None)
+    if mention is not None and found is _MODULE_MAYBE:
+        first = next((s for s in ctx.binding_sites.get(name, ()) if ctx.enclosing(s, _SCOPE_OWNERS) is None), None)
+        detail = _line(ctx, first) if first is not None else ""
+        return (f"the module-level `{name}`{detail} may not be bound when this runs, and this function also "
+                f"reads it{_line(ctx, mention)}: a local definition would change that read")
+    if mention is not None:
+        return (f"this function also uses the outer `{name}`{_line(ctx, mention)}: a local definition would "
+                "change it")
+    kind = "function" if isinstance(function, cst.FunctionDef) else "main block"
+    if isinstance(function, cst.FunctionDef) and function.name.value in facts.called_before_setting:
+        return (f"`{function.name.value}` may run before `CUDA_VISIBLE_DEVICES` is set: a definition in it would "
+                "query CUDA first")
+    setting = next(iter(facts.events_in(function)), None)
+    detail = _line(ctx, setting) if setting is not None else ""
+    return (f"`CUDA_VISIBLE_DEVICES` is set later in this {kind}{detail}: a definition before this line would "
+            "query CUDA first")
+
+
+def _insert_failure(ctx: FileContext, node: cst.CSTNode, name: str, found) -> str:
+    """Why `_can_insert` is False (a site that runs at import, or a script's)."""
+    if not _definition_reaches(ctx, node):
+        return "this code runs above the end of the imports, where a module-level definition would go"
+    index = insertion_index(ctx.module)
+    for setting in _facts(ctx).settings:
+        if _top_index(ctx, setting) >= index or any(
+            isinstance(a, (cst.FunctionDef, cst.Lambda)) for a in ctx.ancestors(setting)
+        ):
+            return (f"`CUDA_VISIBLE_DEVICES` is set{_line(ctx, setting)} after the imports: a module-level "
+                    "definition would query CUDA before it")
+    body = list(ctx.module.body)
+    if index == 0 and body and _starts_with_docstring(body[0]):
+        return "the module docstring shares its line with code: a definition cannot go above it"
+    if index < len(body) and _imports_future(body[index]):
+        return "a `from __future__` import shares its line with code: a definition cannot go above it"
+    for statement in _declarations(ctx, name):
+        if _owner(ctx, statement) is ctx.module and _top_index(ctx, statement) >= index:
+            return f"a module-level `global {name}`{_line(ctx, statement)} follows the imports"
+    if found is _MODULE_MAYBE:
+        first = next((a for a in ctx.bindings(node, name) if _top_index(ctx, a.node) < index), None)
+        detail = _line(ctx, first.node) if first is not None else ""
+        return (f"`{name}` is assigned among the imports{detail} and may not be bound here: "
+                "a definition after the imports would overwrite it")
+    return "no module-level definition can be placed here"
+
+
+def device_source(ctx: FileContext, node: cst.CSTNode,
+                  value: cst.CSTNode | None = None) -> tuple[str, bool] | None:
+    """Like `device_reference`, but the text may be an expression, not only a name. For rules that
+    write the text as an expression (`cst.parse_expression`), not as a `cst.Name`. In this order:
+
+    1. a device name already in scope (`_reuse`);
+    2. one derived from the code at hand: `self.device` (see `_own_device_attribute`), then `y.device`
+       of a tensor that `value` (the expression whose result lives on the device: the `.cuda()` call,
+       the factory given `device=`) is combined with, see `derived_device`;
+    3. a definition (`device_reference`).
+
+    A derived device does not depend on the name `device`: it is offered even where `device` names
+    something else.
+    """
+    name = ctx.options.device_name
+    found = _reuse(ctx, node, name)
+    if isinstance(found, tuple):
         return found
     attribute = _own_device_attribute(ctx, node, name)
     if attribute is not None:
         return (attribute, False)
+    if value is not None:
+        derived = derived_device(ctx, value)
+        if derived is not None:
+            return (derived, False)
+    if found is None:
+        return None
     return device_reference(ctx, node)
+
+
+# Functions of torch whose tensor arguments must share one device (a CPU tensor beside a CUDA one fails).
+_COMBINING_FUNCTIONS = frozenset(
+    """
+    cat concat concatenate stack hstack vstack dstack column_stack matmul mm bmm mv addmm add sub subtract mul
+    multiply div divide true_divide where maximum minimum fmax fmin atan2 pow dot outer inner kron cross cdist
+    dist bilinear lerp
+    """.split()
+)
+
+
+def derived_device(ctx: FileContext, value: cst.CSTNode) -> str | None:
+    """`y.device` where the expression `value` (whose result lives on the run's device: `x.cuda()`,
+    `torch.ones(3, device="cuda")`) is, maybe through placement-keeping tensor methods (`.float()`,
+    `.view(...)`), an operand of a binary operation (`value + y`) or an argument beside `y` of a torch
+    function that needs one device (`torch.cat([value, y])`, `torch.matmul(value, y)`), and `y` is a
+    name whose binding at that point certainly ran and lives on the run's device by the placement fact
+    (`y = x.cuda()`, `y = x.to(device)`, `y = model(inp)` of a moved model).
+
+    On a one-GPU machine `y.device` is then the GPU the original `.cuda()` used, and where `y` is
+    elsewhere (another GPU, the CPU because `device` was "cpu") the original mixed devices and failed.
+    `y` must be a name bound in this scope only by plain assignments (no parameter, `global`,
+    `nonlocal`, `del`, loop variable or unpacking), the last one before the use must dominate it,
+    none may follow it in a loop around the use, and `y` is not a module (which has no `.device`).
+    """
+    from devlint.rules._kinds import MODULE
+    from devlint.rules._placement import DEVICE, KEEPING_METHODS
+
+    child = value
+    while True:  # `x.cuda().float()`: the result still lives where `x.cuda()` does
+        parent = ctx.parent(child)
+        call = ctx.parent(parent) if isinstance(parent, cst.Attribute) else None
+        if (isinstance(parent, cst.Attribute) and parent.value is child and isinstance(call, cst.Call)
+                and call.func is parent and parent.attr.value in KEEPING_METHODS):
+            child = call
+            continue
+        break
+    candidates: list[cst.BaseExpression] = []
+    parent = ctx.parent(child)
+    if isinstance(parent, cst.BinaryOperation):
+        candidates = [parent.right if parent.left is child else parent.left]
+    else:
+        if isinstance(parent, cst.Element):
+            container = ctx.parent(parent)
+            if not isinstance(container, (cst.List, cst.Tuple)):
+                return None
+            candidates = [e.value for e in container.elements if isinstance(e, cst.Element) and e is not parent]
+            parent = ctx.parent(container)
+        elif not isinstance(parent, cst.Arg):
+            return None
+        call = ctx.parent(parent)
+        if not (isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star
+                and isinstance(call, cst.Call) and _combines(ctx, call)):
+            return None
+        for arg in call.args:
+            if arg is not parent and arg.keyword is None and not arg.star:
+                candidates.append(arg.value)
+    placement = ctx.placement
+    for candidate in candidates:
+        if (isinstance(candidate, cst.Name) and ctx.kinds.of(candidate) is not MODULE
+                and _last_binding_on_device(ctx, candidate, placement, DEVICE)):
+            return f"{candidate.value}.device"
+    return None
+
+
+def _combines(ctx: FileContext, call: cst.Call) -> bool:
+    return any(n.startswith("torch.") and n.count(".") == 1 and n.split(".", 1)[1] in _COMBINING_FUNCTIONS
+               for n in ctx.qualified_names(call.func))
+
+
+def _last_binding_on_device(ctx: FileContext, name: cst.Name, placement, device) -> bool:
+    """Is `name`, where it is read, certainly bound by a plain assignment of a value that lives on the
+    run's device (and by nothing that another path could have run instead)?"""
+    if name.value in ("self", "cls") or any(
+        item.name.value == name.value for kind in (cst.Global, cst.Nonlocal)
+        for statement in ctx.nodes(kind) for item in statement.names
+    ):
+        return False
+    scope = ctx.scope(name)
+    assignments = ctx.bindings(name)
+    if scope is None or not assignments or _deleted(ctx, name, name.value):
+        return False
+    use = ctx.positions.get(name)
+    if use is None:
+        return False
+    use = (use.start.line, use.start.column)
+    earlier = []
+    for assignment in assignments:
+        node = assignment.node
+        if assignment.scope is not scope or not isinstance(node, cst.Name) or _assigned_value(ctx, node) is None:
+            return False  # a parameter, a closure, a loop variable, an unpacking, an import
+        at = ctx.effective_position(node)
+        if at is None:
+            return False
+        if at <= use:
+            earlier.append((at, assignment))
+        elif _loop_around_both(ctx, node, name):
+            return False  # bound again later in a loop that runs the use again
+    if not earlier:
+        return False
+    last = max(earlier, key=lambda item: item[0])[1]
+    return _dominates(ctx, last, name) and placement.of(_assigned_value(ctx, last.node)) is device
+
+
+def _assigned_value(ctx: FileContext, node: cst.CSTNode) -> cst.BaseExpression | None:
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.AssignTarget) and parent.target is node:
+        statement = ctx.parent(parent)
+        return statement.value if isinstance(statement, cst.Assign) else None
+    if isinstance(parent, cst.AnnAssign) and parent.target is node:
+        return parent.value
+    return None
+
+
+def _loop_around_both(ctx: FileContext, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+    loops = {id(a) for a in ctx.ancestors(first) if isinstance(a, (cst.For, cst.While))}
+    return any(id(a) in loops for a in ctx.ancestors(second) if isinstance(a, (cst.For, cst.While)))
+
+
+def holds_torch_device(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
+    """Is `text` (what `device_source` wrote at `node`) certainly a `torch.device`, not a string or an
+    index, so that `text.type` works? `y.device` of a tensor; `self.device` set from `torch.device(...)`
+    or a tensor's `.device`; a name whose every binding is `torch.device(...)`, a tensor's `.device`, or
+    a parameter annotated `torch.device` (without a default, or with a `torch.device(...)` default)."""
+    if text.endswith(".device") and text.count(".") == 1 and not text.startswith("self."):
+        return True  # derived: `y.device` of a tensor on the device
+    if "." in text:
+        values = _own_device_values(ctx, node, text.split(".", 1)[1])
+        return bool(values) and all(_is_torch_device_value(ctx, v) or (
+            isinstance(v, cst.Name) and _holds_torch_device_name(ctx, v, v.value)) for v in values)
+    return _holds_torch_device_name(ctx, node, text)
+
+
+def _holds_torch_device_name(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
+    assignments = ctx.bindings(node, text)
+    if not assignments:
+        return False
+    for assignment in assignments:
+        target = assignment.node
+        if isinstance(target, cst.Param):
+            annotation = target.annotation.annotation if target.annotation is not None else None
+            if annotation is None or "torch.device" not in ctx.qualified_names(annotation):
+                return False
+            if target.default is not None and not _is_torch_device_value(ctx, target.default):
+                return False
+            continue
+        value = _assigned_value(ctx, target) if isinstance(target, cst.Name) else None
+        if value is None or not _is_torch_device_value(ctx, value):
+            return False
+    return True
+
+
+def _is_torch_device_value(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    """`torch.device(...)`, or `.device` of a tensor (by kind) or of `next(m.parameters())`."""
+    from devlint.rules._kinds import TENSOR
+
+    if isinstance(value, cst.Call):
+        return "torch.device" in ctx.qualified_names(value.func)
+    if isinstance(value, cst.Attribute) and value.attr.value == "device":
+        receiver = value.value
+        if isinstance(receiver, cst.Call) and dotted_name(receiver.func) == "next" and len(receiver.args) == 1:
+            inner = receiver.args[0].value
+            return (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute)
+                    and inner.func.attr.value in ("parameters", "buffers") and not inner.args)
+        return ctx.kinds.of(receiver) is TENSOR
+    return False
 
 
 def _own_device_attribute(ctx: FileContext, node: cst.CSTNode, name: str) -> str | None:
     """`self.device` in a method (not `__init__`) of a class whose `__init__` sets `self.device` from a
     device value (one that may be CUDA) in a statement of its body, and that binds the attribute to
     nothing else anywhere in the file (no other assignment, no `device` method or property)."""
+    found = _own_device_found(ctx, node, name)
+    return None if found is None else f"{found[0]}.{name}"
+
+
+def _own_device_values(ctx: FileContext, node: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
+    """The values `__init__` sets `self.<name>` from, when `_own_device_attribute` offers it."""
+    found = _own_device_found(ctx, node, name)
+    return [] if found is None else found[1]
+
+
+def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
     method = ctx.enclosing(node, (cst.FunctionDef, cst.Lambda))
     if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
         return None
+    if _evaluation_site(ctx, node)[1] is not method:
+        return None  # a default or a decorator of the method runs where `self` is not bound
     body = ctx.parent(method)
     cls = ctx.parent(body) if isinstance(body, cst.IndentedBlock) else None
     if not isinstance(cls, cst.ClassDef) or method.decorators:
@@ -136,25 +536,40 @@ def _own_device_attribute(ctx: FileContext, node: cst.CSTNode, name: str) -> str
     if init is None or not isinstance(init.body, cst.IndentedBlock) or not init.params.params:
         return None
     init_self = init.params.params[0].name.value
-    assigned_in_init = False
+    values = []
     for statement in init.body.body:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if (isinstance(small, cst.Assign) and len(small.targets) == 1
                         and _is_self_attribute(small.targets[0].target, init_self, name)
-                        and _may_be_cuda_device(small.value)):
-                    assigned_in_init = True
-    if not assigned_in_init:
+                        and _init_device_value(ctx, init, small.value, name)):
+                    values.append(small.value)
+    if not values:
         return None
     for target in ctx.nodes(cst.Attribute):
         if target.attr.value == name and _is_assigned(ctx, target):
             statement = ctx.parent(ctx.parent(target)) if isinstance(ctx.parent(target), cst.AssignTarget) else None
             if not (isinstance(statement, cst.Assign) and ctx.enclosing(statement, (cst.FunctionDef,)) is init
-                    and ctx.parent(ctx.parent(statement)) is init.body and _may_be_cuda_device(statement.value)):
+                    and ctx.parent(ctx.parent(statement)) is init.body and _init_device_value(ctx, init, statement.value, name)):
                 return None  # set elsewhere (another object's, a subclass's, a branch): not known
     if any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in cls.body.body):
         return None
-    return f"{receiver}.{name}"
+    return receiver, values
+
+
+def _init_device_value(ctx: FileContext, init: cst.FunctionDef, value: cst.BaseExpression, name: str) -> bool:
+    """A device value that may be CUDA, or the parameter `device` (the configured name) of `__init__` that
+    `_reuse` would take for a device (`def __init__(self, device): self.device = device`: no default, or a
+    default that may be CUDA), not rebound in `__init__`. (`self.device = gpu` may hold a GPU index.)"""
+    if _may_be_cuda_device(value):
+        return True
+    if not isinstance(value, cst.Name) or value.value != name:
+        return False
+    params = [p for p in (*init.params.params, *init.params.kwonly_params) if p.name.value == value.value]
+    if len(params) != 1 or not (params[0].default is None or _may_be_cuda_device(params[0].default)):
+        return False
+    return not any(_inside(ctx, site, init) and site is not params[0]
+                   for site in ctx.binding_sites.get(value.value, ()))
 
 
 def _is_self_attribute(target: cst.BaseExpression, receiver: str, name: str) -> bool:

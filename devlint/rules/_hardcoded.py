@@ -13,7 +13,7 @@ import libcst as cst
 
 from devlint.context import FileContext, target_names
 from devlint.model import Applicability, Fix
-from devlint.rules._device import device_reference
+from devlint.rules._device import device_failure, device_reference, device_source, holds_torch_device, torch_failure
 from devlint.syntax import dotted_name, name_words, string_value, walk
 
 _CUDA = re.compile(r"cuda(?::(\d+))?\Z")
@@ -98,48 +98,78 @@ def is_last_word_device(target: cst.BaseExpression) -> bool:
 
 
 def replace_with_device(rule, node: cst.CSTNode, title: str, unsafe: bool) -> Fix:
-    """Replace `node` with the run-time `device`; display-only where `device` cannot be written."""
-    reference = device_reference(rule.ctx, node)
+    """Replace `node` with the run-time device; display-only where none can be written.
+
+    The device comes from `device_source`: a name in scope, `self.device`, `y.device` of a tensor the
+    statement combines with the value `node` places (`torch.ones(3, device="cuda") + y`), a definition.
+    A `self.device` that may be a string or an index replaces only a string (a `torch.device(...)`
+    call keeps its type where the device is stored or compared).
+    """
+    ctx = rule.ctx
+    value = placed_value(ctx, node)
+    reference = device_source(ctx, node, value)
+    if (reference is not None and "." in reference[0] and isinstance(node, cst.Call)
+            and not holds_torch_device(ctx, node, reference[0])):
+        reference = device_reference(ctx, node)
     if reference is None:
-        return rule.display_only(f"{title} (define a torch.device first: `device` is bound to something else)")
+        return rule.display_only(f"{title} ({device_failure(ctx, node)})")
     name, needs_definition = reference
+    if name != ctx.options.device_name:
+        title = title.replace(f"`{ctx.options.device_name}`", f"`{name}`")
     applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
     if unsafe:
         title += " (drops the device index)"
     return rule.fix(title, applicability, rule.replace(node, name), needs_device=needs_definition)
 
 
-def device_type_reference(ctx: FileContext, node: cst.CSTNode,
-                          written: cst.CSTNode | None = None) -> tuple[str, str, bool] | None:
-    """(torch name, expression for the device *type*, needs_definition) for a fix at `node`, or None.
+def placed_value(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The expression whose result lives on the device `node` names: the call `x.to(node)`,
+    `x.to(torch.device(node))` or the torch factory `torch.ones(3, device=node)`; else None."""
+    from devlint.rules._placement import FACTORIES
 
-    `device.type` only works on a `torch.device`: a `device` parameter or a name bound to a string
-    conditional may well be `"cuda"`, so those are wrapped: `torch.device(device).type`.
-    """
-    reference = device_reference(ctx, node)
-    if reference is None:
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.Arg) and not parent.keyword and not parent.star:
+        call = ctx.parent(parent)
+        if (isinstance(call, cst.Call) and call.args and call.args[0] is parent
+                and "torch.device" in ctx.qualified_names(call.func)):
+            node, parent = call, ctx.parent(call)  # `torch.device("cuda")` as the argument
+    if not isinstance(parent, cst.Arg) or parent.star:
         return None
+    call = ctx.parent(parent)
+    if not isinstance(call, cst.Call):
+        return None
+    keyword = parent.keyword.value if parent.keyword is not None else None
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if keyword == "device" or (keyword is None and positional and positional[0] is parent):
+            return call
+        return None
+    if keyword == "device" and any(n.startswith("torch.") and n.split(".", 1)[1] in FACTORIES
+                                   for n in ctx.qualified_names(call.func)):
+        return call
+    return None
+
+
+def device_type_reference(ctx: FileContext, node: cst.CSTNode,
+                          written: cst.CSTNode | None = None) -> tuple[str, str, bool] | str:
+    """(torch name, expression for the device *type*, needs_definition) for a fix at `node`, or why not.
+
+    `device.type` only works on a `torch.device`: where the device is known to be one (a definition
+    devlint inserts, a name bound from `torch.device(...)` or a tensor's `.device`, a parameter
+    annotated `torch.device`, `self.device` set from one) the fix writes `device.type`; a `device`
+    parameter without annotation or a name bound to a string conditional may well be `"cuda"`, so
+    those are wrapped: `torch.device(device).type`.
+    """
+    reference = device_source(ctx, node)
+    if reference is None:
+        return device_failure(ctx, node)
     name, needs_definition = reference
     torch = torch_name(ctx, needs_definition, written)
     if torch is None:
-        return None
-    if needs_definition or _bound_to_torch_device(ctx, node, name):
+        return torch_failure(ctx)
+    if needs_definition or holds_torch_device(ctx, node, name):
         return torch, f"{name}.type", needs_definition
     return torch, f"{torch}.device({name}).type", needs_definition
-
-
-def _bound_to_torch_device(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
-    assignments = ctx.bindings(node, name)
-    if not assignments:
-        return False
-    for assignment in assignments:
-        target = assignment.node
-        parent = ctx.parent(target)
-        statement = ctx.parent(parent) if isinstance(parent, cst.AssignTarget) else parent
-        value = getattr(statement, "value", None) if isinstance(statement, (cst.Assign, cst.AnnAssign)) else None
-        if not (isinstance(value, cst.Call) and "torch.device" in ctx.qualified_names(value.func)):
-            return False
-    return True
 
 
 def in_comparison(ctx: FileContext, node: cst.CSTNode) -> bool:

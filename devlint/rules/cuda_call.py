@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_reference
+from devlint.rules._device import device_failure, device_source
 from devlint.rules._kinds import TENSOR
 from devlint.syntax import find_arg, is_none
 
@@ -39,16 +39,26 @@ class CudaCall(Rule):
 
     ## Fix safety
     `x.cuda()` becomes `x.to(device)` (`non_blocking` and `memory_format` are kept). This is **safe**:
-    on a machine with one GPU it does exactly what the original did. `device` is a device bound on
-    every path to the call (a parameter, or an earlier assignment in a block around it), or one
-    module-level definition the fixer inserts after the imports (named `_device` after a star import,
-    which may bind `device`). With a device index (`x.cuda(1)`, `x.cuda(device=k)`) the rewrite drops
+    on a machine with one GPU it does exactly what the original did. The device written is, in this
+    order: a device bound on every path to the call (a parameter, or an earlier assignment in a block
+    around it); one derived from the code at hand: `self.device` in a method when the class's
+    `__init__` sets it from a device and nothing else assigns it, or `y.device` when the moved value is
+    combined with `y` in the same binary operation or torch function (`torch.ones(3).cuda() + y`,
+    `torch.cat([a.cuda(), y])`) and `y`'s binding there certainly ran and lives on the run's device
+    (`y = x.cuda()`, `y = x.to(device)`; not a parameter, a CPU tensor or a name rebound between), so
+    `y.device` is the GPU `.cuda()` used, or the original mixed devices and failed; only then a
+    definition the fixer inserts (after the imports in a script, in the function otherwise; named
+    `_device` after a star import, which may bind `device`). `next(self.parameters()).device` is
+    never written: it raises `StopIteration` in a module without parameters and in `nn.DataParallel`
+    replicas, and names one device of a model split over several. With a device index (`x.cuda(1)`, `x.cuda(device=k)`) the rewrite drops
     which GPU was meant, so it is **unsafe** (applied only with `--unsafe-fixes`). It is unsafe too in a
     file whose classes define their own `cuda()`: `.to(device)` skips that override, which may move what
     `Module.to` does not (a plain tensor attribute), and the program then mixes devices on the GPU. With
     `*args`/`**kwargs`, where `device` names something that is not a device, or where it may be
     unbound at the call and no definition can help (a local bound only on one branch, a `del device`),
-    the fix is **display-only**.
+    the fix is **display-only**, and its title says which: e.g. "(`device` is a parameter whose default
+    is None (line 3): not known to be a device)" or "(`CUDA_VISIBLE_DEVICES` is set later in this
+    function (line 9): a definition before this line would query CUDA first)".
 
     ## Not flagged
     - Code under a CUDA condition, i.e. code that only runs where CUDA exists or was asked for:
@@ -189,6 +199,26 @@ class CudaCall(Rule):
         Invalid("device = 'cuda'\ny = x.cuda()\n", fixed="device = 'cuda'\ny = x.cuda()\n"),
         Invalid("import torch\ndef f(x, cpu):\n    if cpu:\n        device = torch.device('cpu')\n    return x.cuda()\n",
                 fixed="import torch\ndef f(x, cpu):\n    if cpu:\n        device = torch.device('cpu')\n    return x.cuda()\n"),
+        # a device derived from the code at hand comes before a definition: `y` lives on the GPU here
+        Invalid(
+            "import torch\ndef f(x):\n    y = x.cuda()\n    return torch.ones(3).cuda() + y\n",
+            fixed="import torch\ndef f(x):\n    device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "    y = x.to(device)\n    return torch.ones(3).to(y.device) + y\n",
+            count=2,
+        ),
+        Invalid(
+            "import torch\nclass R:\n    def __init__(self, name):\n        self.device = torch.device(name)\n"
+            "    def step(self, x):\n        return x.cuda()\n",
+            fixed="import torch\nclass R:\n    def __init__(self, name):\n        self.device = torch.device(name)\n"
+            "    def step(self, x):\n        return x.to(self.device)\n",
+        ),
+        # `y` went back to the CPU: no `y.device`, a definition instead
+        Invalid(
+            "import torch\ndef f(x):\n    y = x.cpu()\n    return torch.ones(3).cuda() + y\n",
+            fixed="import torch\ndef f(x):\n    y = x.cpu()\n"
+            "    device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "    return torch.ones(3).to(device) + y\n",
+        ),
     )
 
     @staticmethod
@@ -218,13 +248,15 @@ class CudaCall(Rule):
         title = "Replace `.cuda()` with `.to(device)`"
         if any(arg.star for arg in call.args):
             return self.display_only(title)
-        reference = device_reference(self.ctx, call)
+        reference = device_source(self.ctx, call, call)
         if reference is None:
-            return self.display_only(f"{title} (define a torch.device first: `device` is bound to something else)")
+            return self.display_only(f"{title} ({device_failure(self.ctx, call)})")
         device_name, needs_definition = reference
+        if device_name != self.ctx.options.device_name and "." in device_name:
+            title = f"Replace `.cuda()` with `.to({device_name})`"
         index = find_arg(call, "device", 0)
         non_blocking = find_arg(call, "non_blocking", 1)
-        device_arg = cst.Arg(cst.Name(device_name))
+        device_arg = cst.Arg(cst.parse_expression(device_name))
         args = []
         for arg in call.args:
             if arg is index and arg.keyword is None:

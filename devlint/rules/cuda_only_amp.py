@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit, Position
 from devlint.rule import Invalid, Rule
-from devlint.rules._hardcoded import device_type_reference, qualified, torch_name
+from devlint.rules._hardcoded import device_type_reference, qualified, torch_failure, torch_name
 from devlint.rules._versions import VersionGates
 from devlint.suppressions import parse as parse_suppressions
 from devlint.syntax import descendants, dotted_name, last_component, string_value
@@ -63,12 +63,16 @@ class CudaOnlyAmp(Rule):
     the fixed code runs mixed precision on the device at hand (CPU autocast computes in bfloat16,
     the scaler is enabled) where the original silently ran in full precision, and `torch.amp`'s
     `GradScaler` and `custom_fwd(device_type=...)` need PyTorch 2.4 or later. When `device` is a
-    parameter or another binding that may be a string, the fix writes `torch.device(device).type`.
+    parameter or another binding that may be a string (no annotation, `device = "cuda" if ... else
+    "cpu"`, `args.device`), the fix writes `torch.device(device).type`; where it is known to be a
+    `torch.device` (the definition devlint inserts, a name bound from `torch.device(...)` or from a
+    tensor's `.device`, a parameter annotated `torch.device`, `self.device` set from `torch.device(...)`
+    in `__init__`) it writes `device.type`.
     `custom_fwd`/`custom_bwd` get `device_type="cuda"`, which is exactly what the deprecated decorators
     did on every machine (they only act under CUDA autocast) and needs no device: a decorator runs at
     import, where no device definition may go. It is **unsafe** only for needing PyTorch 2.4.
     With `*args`, or where `device` names something that is not a device or torch is not imported,
-    the fix is **display-only**.
+    the fix is **display-only**, and its title names the cause.
 
     A name imported from `torch.cuda.amp` (`from torch.cuda.amp import autocast, GradScaler`,
     `from torch.cuda import amp`, `import torch.cuda.amp as amp`) whose every use is a flagged call
@@ -144,6 +148,16 @@ class CudaOnlyAmp(Rule):
         "    autocast = None\nwith autocast():\n    pass\n",
     )
     INVALID = (
+        Invalid(  # a parameter annotated `torch.device` is one: `device.type`, not `torch.device(device).type`
+            "import torch\ndef make(device: torch.device):\n    return torch.cuda.amp.GradScaler()\n",
+            fixed="import torch\ndef make(device: torch.device):\n    return torch.amp.GradScaler(device.type)\n",
+            unsafe=True,
+        ),
+        Invalid(  # an unannotated parameter may be the string "cuda"
+            "import torch\ndef make(device):\n    return torch.cuda.amp.GradScaler()\n",
+            fixed="import torch\ndef make(device):\n    return torch.amp.GradScaler(torch.device(device).type)\n",
+            unsafe=True,
+        ),
         Invalid(
             "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
             fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -276,8 +290,8 @@ class CudaOnlyAmp(Rule):
         short = found.rsplit(".", 1)[-1]
         reference = self._custom_reference(decorator)
         title = f"Use `torch.amp.{short}` with `device_type=\"cuda\"`"
-        if reference is None:
-            fix = self.display_only(f"{title} (`device` is bound to something else, or torch is not imported)")
+        if isinstance(reference, str):
+            fix = self.display_only(f"{title} ({reference})")
         else:
             torch, device_type, needs_definition = reference
             fix = self.fix(title, Applicability.UNSAFE,
@@ -285,11 +299,11 @@ class CudaOnlyAmp(Rule):
                            needs_device=needs_definition)
         return self._message(found), fix
 
-    def _custom_reference(self, written: cst.CSTNode) -> tuple[str, str, bool] | None:
+    def _custom_reference(self, written: cst.CSTNode) -> tuple[str, str, bool] | str:
         """`torch.cuda.amp.custom_fwd(...)` is `torch.amp.custom_fwd(..., device_type="cuda")` exactly, on
         every machine: no device (and no definition, which a decorator would run at import) is needed."""
         torch = torch_name(self.ctx, False, written)
-        return None if torch is None else (torch, '"cuda"', False)
+        return torch_failure(self.ctx) if torch is None else (torch, '"cuda"', False)
 
     @staticmethod
     def _message(found: str) -> str:
@@ -308,8 +322,8 @@ class CudaOnlyAmp(Rule):
             reference = self._custom_reference(call.func)
         else:
             reference = device_type_reference(self.ctx, call, call.func)
-        if reference is None:
-            return self.display_only(f"{title} (`device` is bound to something else, or torch is not imported)")
+        if isinstance(reference, str):
+            return self.display_only(f"{title} ({reference})")
         torch, device_type, needs_definition = reference
         new_func = f"{torch}.amp.{short}"
         if found in _CUSTOM:

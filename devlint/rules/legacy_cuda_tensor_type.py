@@ -4,8 +4,8 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_reference
-from devlint.rules._hardcoded import LEGACY_TENSOR_DTYPES, qualified, statement_indentation, torch_name
+from devlint.rules._device import device_failure, device_source
+from devlint.rules._hardcoded import LEGACY_TENSOR_DTYPES, qualified, statement_indentation, torch_failure, torch_name
 from devlint.rules._kinds import TENSOR
 from devlint.syntax import dotted_name, find_arg, last_component, string_value
 
@@ -48,7 +48,11 @@ class LegacyCudaTensorType(Rule):
     ```
 
     ## Fix safety
-    `device` is a device already bound in scope, or one module-level definition the fixer inserts.
+    `device` is a device already bound in scope, one derived from the code at hand (`self.device` set
+    from a device in `__init__`; `y.device` of a tensor on the device that the new tensor is combined
+    with, as in `torch.cuda.FloatTensor(3) + y`), or one definition the fixer inserts. Where none can
+    be written the fix is display-only and its title names the cause (`device` bound to a string, bound
+    only later, a `CUDA_VISIBLE_DEVICES` setting, torch not imported, ...).
     A constructor given sizes (integer literals, `x.size(...)`, `x.shape[...]`, `len(...)`, two or more
     arguments) becomes `torch.empty(..., dtype=..., device=device)`: **safe**, since the legacy
     constructor also returns uninitialised memory (fill it, as before). No argument becomes
@@ -131,6 +135,12 @@ class LegacyCudaTensorType(Rule):
             "    return torch.tensor([len(s) for s in lengths], dtype=torch.int64, device=device)\n",
             unsafe=True,
         ),
+        # the new tensor joins `y`, which lives on the GPU: it goes where `y` is
+        Invalid(
+            "import torch\ndef f(x):\n    y = x.to('cuda')\n    return torch.cuda.FloatTensor(2, 3) + y\n",
+            fixed="import torch\ndef f(x):\n    y = x.to('cuda')\n"
+            "    return torch.empty(2, 3, dtype=torch.float32, device=y.device) + y\n",
+        ),
         Invalid("import torch\ntokens = torch.cuda.LongTensor(context_tokens)\n"),
         Invalid("import torch\ndef sample(n):\n    Tensor = torch.cuda.FloatTensor\n    return Tensor(n)\n"),
         Invalid(
@@ -212,14 +222,17 @@ class LegacyCudaTensorType(Rule):
         self.report(call, fix=self._set_default_fix(call, dtype))
 
     # -- fixes ---------------------------------------------------------------------------------------
-    def _device(self, node: cst.CSTNode, written: cst.CSTNode | None = None):
-        """(device name, torch name, needs_definition) or None."""
-        reference = device_reference(self.ctx, node)
+    def _device(self, node: cst.CSTNode, written: cst.CSTNode | None = None, value: cst.CSTNode | None = None):
+        """(device expression, torch name, needs_definition), or why there is none (a string).
+
+        `value`: the expression whose result the fix puts on the device, for a device derived from
+        what it is combined with (`torch.cuda.FloatTensor(3) + y` -> `device=y.device`)."""
+        reference = device_source(self.ctx, node, value)
         if reference is None:
-            return None
+            return device_failure(self.ctx, node)
         name, needs_definition = reference
         torch = torch_name(self.ctx, needs_definition, written)
-        return None if torch is None else (name, torch, needs_definition)
+        return torch_failure(self.ctx) if torch is None else (name, torch, needs_definition)
 
     def _constructor_fix(self, call: cst.Call, dtype: str):
         title = "Use a tensor factory with `dtype=` and `device=device`"
@@ -234,9 +247,9 @@ class LegacyCudaTensorType(Rule):
             applicability = Applicability.SAFE if _numbers_only(call.args[0].value) else Applicability.UNSAFE
         else:
             return self.display_only(f"{title} (`torch.empty` for sizes, `torch.tensor` for data)")
-        found = self._device(call, call.func)
-        if found is None:
-            return self.display_only(f"{title} (`device` is bound to something else, or torch is not imported)")
+        found = self._device(call, call.func, call)
+        if isinstance(found, str):
+            return self.display_only(f"{title} ({found})")
         device, torch, needs_definition = found
         keywords = f"dtype={torch}.{dtype}, device={device}"
         if not call.args:
@@ -251,9 +264,9 @@ class LegacyCudaTensorType(Rule):
         others = [arg for arg in call.args if arg is not target]
         if any(arg.star or arg.keyword is None for arg in others):
             return self.display_only(title)
-        found = self._device(call)
-        if found is None:
-            return self.display_only(f"{title} (`device` is bound to something else, or torch is not imported)")
+        found = self._device(call, value=call)
+        if isinstance(found, str):
+            return self.display_only(f"{title} ({found})")
         device, torch, needs_definition = found
         kept = "".join(f", {self.ctx.code(arg.keyword)}={self.ctx.code(arg.value)}" for arg in others)
         text = f"to(device={device}, dtype={torch}.{dtype}{kept})"  # the receiver is left as it is
@@ -269,8 +282,8 @@ class LegacyCudaTensorType(Rule):
         if not (isinstance(expression, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
             return self.display_only(title)
         found = self._device(call)
-        if found is None:
-            return self.display_only(f"{title} (`device` is bound to something else, or torch is not imported)")
+        if isinstance(found, str):
+            return self.display_only(f"{title} ({found})")
         device, torch, needs_definition = found
         indentation = statement_indentation(self.ctx, call)
         newline = self.ctx.module.default_newline

@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_reference
+from devlint.rules._device import device_failure, device_reference
 from devlint.rules._kinds import MODULE
 from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
@@ -248,7 +248,7 @@ class TorchLoadWithoutMapLocation(Rule):
         else:
             reference = device_reference(self.ctx, call)
             if reference is None:
-                return self.display_only('Add `map_location="cpu"` or a torch.device (`device` is bound to something else)')
+                return self.display_only(f'Add `map_location="cpu"` or a torch.device ({device_failure(self.ctx, call)})')
             value, needs_definition = reference
         title = f"Add `map_location={value}`"
         if given is not None:
