@@ -114,8 +114,10 @@ def _check(source: str, data: bytes | None = None) -> None:
     def unblocked(finding) -> bool:
         title = finding.fix.title if finding.fix is not None else ""
         # an inserted definition binds `device` too: a read of an unbound global `device` is then bound
-        return ((rebinds_device or imports_torch) and "`device` is bound to something else" in title) or (
-            imports_torch and "torch is not imported" in title)
+        reasons_about_device = re.search(
+            r"\((`_?device`|the module-level `_?device`|this function also uses the outer `_?device`)", title)
+        return bool((rebinds_device or imports_torch) and reasons_about_device) or (
+            imports_torch and ("torch is not imported" in title or "torch is imported only inside a function" in title))
 
     for finding in findings:
         if fixable(finding, CONFIG) or unblocked(finding):
