@@ -553,10 +553,11 @@ class ProjectView:
     # -- facts --------------------------------------------------------------------------------------
     def call_kind(self, qualified: str) -> str | None:
         """The kind calling an import-qualified name of the checked file returns, if the project says."""
-        target = self.resolve(qualified)
-        if not isinstance(target, Ref):
-            return None
-        return self._call_kind(target)
+        key = ("call", qualified)
+        if key not in self._memo:
+            target = self.resolve(qualified)
+            self._memo[key] = self._call_kind(target) if isinstance(target, Ref) else None
+        return self._memo[key]
 
     def value_kind(self, qualified: str) -> str | None:
         """The kind of an imported project name used as a value (`from .data import BATCH`)."""
