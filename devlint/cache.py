@@ -142,7 +142,8 @@ class ResultCache:
         return hashlib.sha256(head + data).hexdigest()
 
     def get(self, key: str, codes: tuple[str, ...]) -> list[Finding] | None:
-        """The cached findings for `key`, if an entry holds valid ones for these rule codes."""
+        """The cached findings for `key`, if an entry holds valid ones for these rule codes (whatever
+        the files it depends on hold now: see `dependencies`)."""
         raw = self.entries.get(key)
         if raw is None:
             return None
@@ -152,8 +153,24 @@ class ResultCache:
             self.entries.pop(key, None)
         return findings
 
-    def put(self, key: str, findings: list[Finding]) -> None:
-        self.entries[key] = make_entry(key, [asdict(f) for f in findings])
+    def dependencies(self, key: str) -> dict[str, str]:
+        """The other project files (path -> content digest, devlint.project.digest) whose facts the
+        entry's findings used (a class's bases, what a function returns): the entry holds only while
+        each still has that digest. Call after a successful `get`."""
+        raw = self.entries.get(key)
+        if type(raw) is list and len(raw) == 3:
+            try:
+                found = json.loads(raw[2])
+            except ValueError:
+                found = None
+            if type(found) is dict and all(type(k) is str and type(v) is str for k, v in found.items()):
+                return found
+            self.entries.pop(key, None)
+            return {"": ""}  # (never a real path: a miss)
+        return {}
+
+    def put(self, key: str, findings: list[Finding], dependencies: dict[str, str] | None = None) -> None:
+        self.entries[key] = make_entry(key, [asdict(f) for f in findings], dependencies)
         self.changed = True
 
     def save(self) -> None:
@@ -170,7 +187,7 @@ class ResultCache:
                 return
             # What a damaged file added besides entries of the stored shape is not kept.
             entries = {key: value for key, value in self.entries.items()
-                       if type(value) is list and len(value) == 2 and type(value[0]) is str and type(value[1]) is str}
+                       if type(value) is list and len(value) in (2, 3) and all(type(v) is str for v in value)}
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".results-", suffix=".tmp")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -254,13 +271,17 @@ def _checksum(key: str, text: str) -> str:
     return hashlib.sha256(f"{key}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def make_entry(key: str, findings: list) -> list:
-    """The stored form of a file's findings (JSON values): [checksum, the findings as JSON text].
+def make_entry(key: str, findings: list, dependencies: dict[str, str] | None = None) -> list:
+    """The stored form of a file's findings (JSON values): [checksum, the findings as JSON text], and
+    a third item, the files it depends on as JSON text, when there are any.
 
     The findings are kept as text so that checking the checksum is hashing a string, and only the
     entries a run looks up are parsed.
     """
     text = json.dumps(findings, separators=(",", ":"))
+    if dependencies:
+        depends = json.dumps(dependencies, separators=(",", ":"), sort_keys=True)
+        return [_checksum(key, text + "\0" + depends), text, depends]
     return [_checksum(key, text), text]
 
 
@@ -271,9 +292,9 @@ class _Invalid(Exception):
 def _entry_findings(key: str, raw: object, codes: tuple[str, ...]) -> list[Finding] | None:
     """The findings of a stored entry; None unless it is exactly what devlint wrote for `key`."""
     try:
-        if type(raw) is not list or len(raw) != 2 or type(raw[0]) is not str or type(raw[1]) is not str:
+        if type(raw) is not list or len(raw) not in (2, 3) or not all(type(v) is str for v in raw):
             return None
-        if raw[0] != _checksum(key, raw[1]):
+        if raw[0] != _checksum(key, raw[1] if len(raw) == 2 else raw[1] + "\0" + raw[2]):
             return None
         items = json.loads(raw[1])
         if type(items) is not list:

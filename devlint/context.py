@@ -30,9 +30,12 @@ class FileContext:
     are all settled without them (a guarded `.cuda()`, a `load` that is not torch's) never pays for it.
     """
 
-    def __init__(self, module: cst.Module, options: FixOptions | None = None) -> None:
+    def __init__(self, module: cst.Module, options: FixOptions | None = None, project=None) -> None:
         self.module = module
         self.options = options or FixOptions()
+        # What other files of the project define (a devlint.project.ProjectView), asked only by the
+        # analyses (devlint.rules._kinds); None when the file is checked without a path (stdin "-").
+        self.project = project
         self._wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.nodes_by_type: dict[type, list[cst.CSTNode]] = {}

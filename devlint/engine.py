@@ -55,12 +55,13 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
         return result
     text = decoded.text
     result.original_source = text
+    project = project_view(path)
     try:
         with _deep_recursion():
             if _needs_big_stack(text):
-                findings = run_with_big_stack(_check_text, text, config, path, result)
+                findings = run_with_big_stack(_check_text, text, config, path, result, project)
             else:
-                findings = _check_text(text, config, path, result)
+                findings = _check_text(text, config, path, result, project)
     except Unanalysable as exc:
         result.notice = str(exc)
         return result
@@ -84,23 +85,36 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
         result.error = FileError(f"internal error: {type(exc).__name__}: {exc}", internal=True)
         return result
     result.findings = findings
+    if project is not None and project.used:
+        # The other files whose facts the findings rest on: the result cache checks them again.
+        result.dependencies = dict(project.used)
     return result
 
 
-def _check_text(text: str, config: Config, path: str, result: FileResult) -> list[Finding]:
+def project_view(path: str):
+    """The file's view of the project index (devlint.project); None without a real path."""
+    if not path or path == "-":
+        return None
+    from devlint.project import ProjectView
+    from devlint.rules._kinds import VOCABULARY
+
+    return ProjectView(path, VOCABULARY)
+
+
+def _check_text(text: str, config: Config, path: str, result: FileResult, project=None) -> list[Finding]:
     """The findings; with --fix or --add-noqa also fills `result` in."""
     if config.add_noqa:
-        fixed, result.added_noqa = add_noqa_text(text, config, config.rules_for(path))
+        fixed, result.added_noqa = add_noqa_text(text, config, config.rules_for(path), project=project)
         if fixed != text:
             result.fixed_source = fixed
         return []
     if config.fix:
-        fixed, applied, findings = fix_text(text, config, config.rules_for(path))
+        fixed, applied, findings = fix_text(text, config, config.rules_for(path), project=project)
         result.applied = applied
         if fixed != text:
             result.fixed_source = fixed
         return findings
-    return lint_text(text, config, config.rules_for(path))
+    return lint_text(text, config, config.rules_for(path), project=project)
 
 
 def _needs_big_stack(text: str) -> bool:
@@ -124,9 +138,10 @@ def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> FileError | None:
     return None
 
 
-def lint_text(text: str, config: Config, rules: tuple | None = None) -> list[Finding]:
+def lint_text(text: str, config: Config, rules: tuple | None = None, project=None) -> list[Finding]:
+    """`project`: the file's view of the project index (devlint.project.ProjectView), if any."""
     rules = config.rules() if rules is None else rules
-    findings = _rule_findings(text, config, rules)
+    findings = _rule_findings(text, config, rules, project)
     if config.ignore_noqa:
         return findings
     suppressions = parse_suppressions(text)
@@ -141,7 +156,7 @@ def lint_text(text: str, config: Config, rules: tuple | None = None) -> list[Fin
     return sorted(findings, key=lambda f: (f.start, f.code))
 
 
-def _rule_findings(text: str, config: Config, rules: tuple) -> list[Finding]:
+def _rule_findings(text: str, config: Config, rules: tuple, project=None) -> list[Finding]:
     if not rules or not _may_match(text, rules):
         return []
     try:
@@ -150,7 +165,7 @@ def _rule_findings(text: str, config: Config, rules: tuple) -> list[Finding]:
         if summarise(text) is not None:  # the interpreter reads it: LibCST's limitation, not the user's error
             raise cannot_parse(exc.message) from None
         raise
-    ctx = FileContext(module, config.fix_options)
+    ctx = FileContext(module, config.fix_options, project)
     checkers = [rule(ctx) for rule in rules]
     for node_type, nodes in ctx.nodes_by_type.items():
         for index, method in _dispatch(rules).get(node_type.__name__, ()):
@@ -193,10 +208,10 @@ def _where_edits_land(text: str, module: cst.Module, findings: list[Finding]) ->
     return kept
 
 
-def add_noqa_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str, int]:
+def add_noqa_text(text: str, config: Config, rules: tuple | None = None, project=None) -> tuple[str, int]:
     """Append `# noqa: CODES` for every current finding (adopting devlint in one commit)."""
     by_line: dict[int, set[str]] = {}
-    for finding in lint_text(text, config, rules):
+    for finding in lint_text(text, config, rules, project):
         if finding.code != UnusedNoqa.code:
             line = finding.suppress_lines[-1] if finding.suppress_lines else finding.start.line
             by_line.setdefault(line, set()).add(finding.code)
@@ -274,7 +289,8 @@ def fixable(finding: Finding, config: Config) -> bool:
     return finding.fix.applicability is Applicability.UNSAFE and config.unsafe_fixes
 
 
-def fix_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str, list[Finding], list[Finding]]:
+def fix_text(text: str, config: Config, rules: tuple | None = None,
+             project=None) -> tuple[str, list[Finding], list[Finding]]:
     """Fix, re-lint, repeat until nothing applicable remains: (text, applied, remaining findings)."""
     applied_all: list[Finding] = []
     current = text
@@ -283,7 +299,7 @@ def fix_text(text: str, config: Config, rules: tuple | None = None) -> tuple[str
     budget = MAX_FIX_PASSES  # set from the first pass's findings: each pass applies at least one
     can_define = True  # False once the device definition could not be spliced into this file
     while passes < budget:
-        findings = lint_text(current, config, rules)
+        findings = lint_text(current, config, rules, project)
         chosen = [f for f in findings if fixable(f, config) and (can_define or not f.fix.needs_device)]
         if not chosen:
             return current, applied_all, findings

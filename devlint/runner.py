@@ -84,6 +84,7 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
     results: list[FileResult | None] = [None] * len(paths)
     keys: dict[int, str] = {}
     todo: list[int] = []
+    digests: dict[str, str | None] = {}  # the other files cached results depend on, read once per run
     for index, path in enumerate(paths):
         if cache is None:
             todo.append(index)
@@ -98,7 +99,7 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         # --add-noqa writes a directive for every finding, whatever its fix: only a file the cache
         # knows to have none is not checked.
         if cached is not None and not (write and _has_applicable_fix(cached, config)) \
-                and not (config.add_noqa and cached):
+                and not (config.add_noqa and cached) and _unchanged(cache.dependencies(keys[index]), digests):
             try:
                 # The source is kept for the formats that quote it (full, gitlab).
                 source = decode(data).text if cached else None
@@ -118,8 +119,26 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         results[index] = result
         if cache is not None and index in keys and result.error is None and result.fixed_source is None \
                 and result.notice is None and not config.add_noqa:
-            cache.put(keys[index], result.findings)
+            cache.put(keys[index], result.findings, getattr(result, "dependencies", None))
     return results  # type: ignore[return-value]
+
+
+def _unchanged(dependencies: dict[str, str], digests: dict[str, str | None]) -> bool:
+    """Do the other project files a cached result used (devlint.project) still hold what they held?"""
+    if not dependencies:
+        return True
+    from devlint.project import digest
+
+    for path, expected in dependencies.items():
+        if path not in digests:
+            try:
+                with open(path, "rb") as handle:
+                    digests[path] = digest(handle.read())
+            except OSError:
+                digests[path] = None
+        if digests[path] != expected:
+            return False
+    return True
 
 
 def _has_applicable_fix(findings, config: Config) -> bool:

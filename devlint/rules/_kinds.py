@@ -35,14 +35,20 @@ TENSOR
     is a tensor (`return None` aside; a directly recursive call returns what the others do); not for
     generators, coroutines, functions re-bound or with a decorator other than `staticmethod`,
     `classmethod`, `torch.no_grad` and a few like them.
+    Calls of a function imported from another file of the project (devlint.project) whose every
+    return is a tensor there (a torch factory or op, a tensor method on one, a call of another such
+    function), and a module-level name of such a file bound once to a tensor.
 MODULE
-    an instance of a `torch.nn` class or of a class of this file that subclasses one; `self` and
+    an instance of a `torch.nn` class or of a class of this file that subclasses one; an instance of a
+    class imported from the project (any import form) that subclasses one directly or through other
+    project classes, in any file (a class of this file built on one too); `self` and
     `super()` inside such a class; `nn.DataParallel(...)`, `DistributedDataParallel(...)`,
     `copy.deepcopy(module)`; items of `.modules()`/`.children()`; a name annotated `nn.Module` or a
     module class of the file (also in containers: `list[nn.Module]`); `self.x` whose every binding is
     a module; calls of functions of the file whose every return is a module.
 UNKNOWN
-    everything else: un-annotated parameters, results of calling a model or a project function,
+    everything else: un-annotated parameters, results of calling a model or a project function whose
+    returns the project index cannot tell (devlint.project),
     attributes of unknown objects, subscripts of unknown containers, an optimizer's `state_dict()`,
     a `torch.load` result not given to a module, anything whose sources disagree.
 
@@ -176,6 +182,51 @@ NOT_MODULE_NN_NAMES = frozenset({"Parameter", "ParameterList", "ParameterDict", 
 MAX_DEPTH = 100
 
 
+def torch_call_kind(name: str) -> Kind:
+    """What calling a qualified name outside the file returns: `torch.zeros` a tensor, `torch.nn.Linear`
+    a module, `nn.DataParallel` a module."""
+    if name.startswith("torch."):
+        tail = name[len("torch."):]
+        if tail.startswith("cuda.") and tail.endswith("Tensor"):
+            tail = tail[len("cuda."):]  # the legacy CUDA types: torch.cuda.FloatTensor(2, 3)
+        if tail in TORCH_TENSOR_FUNCTIONS or name.startswith(TORCH_TENSOR_NAMESPACES):
+            return TENSOR
+        if name.startswith("torch.nn.") and name not in ("torch.nn.Module",):
+            last = name.rsplit(".", 1)[-1]
+            if last in NOT_MODULE_NN_NAMES:
+                return TENSOR if last in ("Parameter", "Buffer") else UNKNOWN
+            if last[:1].isupper() and ".functional." not in name and ".init." not in name and ".utils." not in name:
+                return MODULE
+    if name in MODULE_WRAPPERS:
+        return MODULE
+    return UNKNOWN
+
+
+def is_module_base(qualified: str) -> bool:
+    """A base class that makes a subclass an `nn.Module` (`torch.nn.Module`, `torch.nn.Linear`, ...)."""
+    return qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1] not in NOT_MODULE_NN_NAMES
+
+
+class _Vocabulary:
+    """What the project index (devlint.project) needs to know of the world outside the project."""
+
+    tensor_methods = TENSOR_METHODS
+    module_methods = MODULE_METHODS
+    is_module_base = staticmethod(is_module_base)
+
+    @staticmethod
+    def call_kind(name: str) -> str | None:
+        kind = torch_call_kind(name)
+        return None if kind is UNKNOWN else kind.value
+
+    @staticmethod
+    def transparent(decorator: str) -> bool:
+        return decorator in TRANSPARENT_DECORATORS
+
+
+VOCABULARY = _Vocabulary()
+
+
 def _attribute_targets(target: cst.CSTNode, path: tuple[int, ...] = ()):
     """(attribute, path) for each `a.b` an assignment target binds: `self.x`, `self.a, (self.b, c)`."""
     if isinstance(target, cst.Attribute):
@@ -276,6 +327,10 @@ class KindInference:
         if isinstance(expr, cst.Name):
             if expr.value == "self":
                 return MODULE if self._in_module_class(expr) else UNKNOWN
+            if self.ctx.project is not None and expr.value in self.ctx.imported_names:
+                kind = self._project_value(expr)
+                if kind is not UNKNOWN:
+                    return kind
             return self._name(expr)
         if isinstance(expr, cst.Call):
             return self._call(expr)
@@ -313,6 +368,9 @@ class KindInference:
             kind = self._qualified_call_kind(name, call)
             if kind is not UNKNOWN:
                 return kind
+        kind = self._project_call(func)
+        if kind is not UNKNOWN:
+            return kind
         if isinstance(func, cst.Name) and func.value in self._module_classes:
             return MODULE
         if isinstance(func, cst.Name) and func.value == "super":
@@ -422,23 +480,76 @@ class KindInference:
         return self._functions_by_name.keys()
 
     def _qualified_call_kind(self, name: str, call: cst.Call) -> Kind:
-        if name.startswith("torch."):
-            tail = name[len("torch."):]
-            if tail.startswith("cuda.") and tail.endswith("Tensor"):
-                tail = tail[len("cuda."):]  # the legacy CUDA types: torch.cuda.FloatTensor(2, 3)
-            if tail in TORCH_TENSOR_FUNCTIONS or name.startswith(TORCH_TENSOR_NAMESPACES):
-                return TENSOR
-            if name.startswith("torch.nn.") and name not in ("torch.nn.Module",):
-                last = name.rsplit(".", 1)[-1]
-                if last in NOT_MODULE_NN_NAMES:
-                    return TENSOR if last in ("Parameter", "Buffer") else UNKNOWN
-                if last[:1].isupper() and ".functional." not in name and ".init." not in name and ".utils." not in name:
-                    return MODULE
-        if name in MODULE_WRAPPERS:
-            return MODULE
-        if name == "copy.deepcopy" and call.args:
+        kind = torch_call_kind(name)
+        if kind is UNKNOWN and name == "copy.deepcopy" and call.args:
             return self.of(call.args[0].value)
-        return UNKNOWN
+        return kind
+
+    # -- the project (devlint.project): names imported from other files of the project -----------------
+    def _project_names(self, expr: cst.CSTNode) -> set[str]:
+        """What a dotted name bound only by imports (not shadowed where used) refers to, if the file
+        is checked with a project view."""
+        if self.ctx.project is None:
+            return set()
+        root = expr
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value not in self.ctx.imported_names:
+            return set()
+        return self.ctx.qualified_names(expr)
+
+    def _project_call(self, func: cst.CSTNode) -> Kind:
+        """`Net()`, `m.Net()`, `make_batch()` of a class or function imported from the project."""
+        names = self._project_names(func)
+        if not names:
+            return UNKNOWN
+        kinds = {self.ctx.project.call_kind(name) for name in names}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        return Kind(kind) if kind is not None else UNKNOWN
+
+    def _project_value(self, name: cst.Name) -> Kind:
+        """A module-level value imported from the project (`from .data import BATCH`)."""
+        names = self._project_names(name)
+        if not names:
+            return UNKNOWN
+        kinds = {self.ctx.project.value_kind(n) for n in names}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        return Kind(kind) if kind is not None else UNKNOWN
+
+    def _project_module_class(self, expr: cst.CSTNode) -> bool:
+        """Is `expr` (a base, an annotation) a project class that subclasses `nn.Module`?"""
+        for name in self._project_names(expr):
+            cls = self.ctx.project.class_of(name)
+            if cls is None or not self.ctx.project.is_module_class(cls):
+                return False
+        return bool(self._project_names(expr))
+
+    def overrides_cuda(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        """Is `expr` an instance of a project class that defines (or inherits from a project class) a
+        `cuda()` other than `return super().cuda(...)`: `Net()`, `m.Net()`, a class of this file
+        whose bases are such, `Net().float()`, a name last bound to one of those."""
+        view = self.ctx.project
+        if view is None or depth > 8:
+            return False
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            names = self._project_names(func)
+            if names:
+                return any((cls := view.class_of(n)) is not None and view.overrides_cuda(cls) for n in names)
+            if isinstance(func, cst.Name) and func.value not in self.ctx.imported_names:
+                return any(self.overrides_cuda(cst.Call(base.value), depth + 1)
+                           for node in self.ctx.nodes(cst.ClassDef) if node.name.value == func.value
+                           for base in node.bases if base.keyword is None)
+            if isinstance(func, cst.Attribute) and func.attr.value in MODULE_METHODS:
+                return self.overrides_cuda(func.value, depth + 1)
+            return False
+        if isinstance(expr, cst.Name) and not self.approximate:
+            binding = self._last_binding(expr)
+            parent = self.ctx.parent(binding) if isinstance(binding, cst.Name) else None
+            assign = self.ctx.parent(parent) if isinstance(parent, cst.AssignTarget) else None
+            if isinstance(assign, cst.Assign):
+                return self.overrides_cuda(assign.value, depth + 1)
+        return False
 
     # -- attributes ----------------------------------------------------------------------------------
     def _attribute(self, attr: cst.Attribute) -> Kind:
@@ -882,7 +993,8 @@ class KindInference:
         if names & TENSOR_ANNOTATIONS:
             return (TENSOR, UNKNOWN, TENSOR)
         if any(n == "torch.nn.Module" or n == "torch.nn.modules.module.Module" for n in names) or (
-                isinstance(annotation, cst.Name) and annotation.value in self._module_classes):
+                isinstance(annotation, cst.Name) and annotation.value in self._module_classes) or (
+                self._project_module_class(annotation)):
             return (MODULE, UNKNOWN, UNKNOWN)
         return _NO_FACTS
 
@@ -916,10 +1028,7 @@ class KindInference:
                 for base in bases:
                     qualified = self.ctx.qualified_names(base)
                     local = isinstance(base, cst.Name) and base.value in found
-                    if local or any(
-                        q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] not in NOT_MODULE_NN_NAMES
-                        for q in qualified
-                    ):
+                    if local or any(is_module_base(q) for q in qualified) or self._project_module_class(base):
                         found.add(name)
                         changed = True
                         break

@@ -236,10 +236,13 @@ class CudaCall(Rule):
             return
         self.report(node, fix=self._fix(node), start_node=func.attr)
 
-    def _file_overrides_cuda(self) -> bool:
-        """Does a class here define a `cuda()` that does more than `return super().cuda(...)`?"""
+    def _file_overrides_cuda(self, receiver: cst.BaseExpression) -> bool:
+        """Does a class here define a `cuda()` that does more than `return super().cuda(...)`, or is
+        the receiver an instance of a project class (imported from another file, or a class here
+        built on one) that defines or inherits such a `cuda()` (devlint.project)?"""
         return any(f.name.value == "cuda" and isinstance(self.ctx.parent(self.ctx.parent(f)), cst.ClassDef)
-                   and not _only_calls_super(f) for f in self.ctx.nodes(cst.FunctionDef))
+                   and not _only_calls_super(f) for f in self.ctx.nodes(cst.FunctionDef)) or (
+            self.ctx.kinds.overrides_cuda(receiver))
 
     def _inside_cuda_method(self, node: cst.CSTNode) -> bool:
         return any(isinstance(a, cst.FunctionDef) and a.name.value == "cuda" for a in self.ctx.ancestors(node))
@@ -275,7 +278,7 @@ class CudaCall(Rule):
         unsafe = index is not None and not is_none(index.value)
         if unsafe:
             title += " (drops the device index)"
-        elif self._file_overrides_cuda() and self.ctx.kinds.of(call.func.value) is not TENSOR:
+        elif self._file_overrides_cuda(call.func.value) and self.ctx.kinds.of(call.func.value) is not TENSOR:
             # `.to(device)` does not call a class's own `cuda()`, which may move what `Module.to` does not
             # (a plain tensor attribute): on the GPU the program then mixes devices (seen on an H100).
             unsafe = True

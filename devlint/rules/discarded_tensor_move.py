@@ -24,6 +24,13 @@ class DiscardedTensorMove(Rule):
     The receiver's kind comes from its provenance in the file (see
     `devlint/rules/_kinds.py`): tensor factories and ops, tensor methods, `.weight`/`.bias`/`.data`/
     `.grad`, `torch.Tensor` annotations, `.parameters()` loops, `register_buffer`, ...
+    and from the other files of the project (the project index, `devlint/project.py`, read with the
+    standard `ast` even when the file is checked alone, as pre-commit does): a function imported from
+    the project whose every return is a tensor (`batch = make_batch()`, with `from .data import
+    make_batch`, `from pkg.data import make_batch as mb`, `import pkg.data as d`, `from . import
+    data`) gives tensors; a project class that subclasses `nn.Module` directly or through other
+    project classes, in any file, gives modules (not flagged). A name the file re-binds, a function
+    that may return something else, and functions that call each other in a cycle stay unknown.
 
     ## Why is this bad?
     Tensor methods return a new tensor and leave the original untouched, so `t.to(device)` as a

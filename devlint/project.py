@@ -1,0 +1,669 @@
+"""The project index: what the other files of a project define, read with the standard-library `ast`.
+
+A file's kinds (tensor, module, unknown) often rest on another file: `from .models import Net` then
+`Net().to(device)` (a module, moved in place), `batch = make_batch()` (a tensor from a function of
+`data.py`). The index answers, for a name a checked file imports from the project:
+
+- a class: its bases, resolved through the imports of the file that defines it (any depth, across
+  files), so whether it subclasses `torch.nn.Module`; and whether it, or a project class it inherits
+  from, defines `cuda()` beyond `return super().cuda(...)`;
+- a top-level function: the kind of what it returns, from simple evidence (a torch factory or op, an
+  `nn.Module` subclass's constructor, a call of another indexed function, a tensor or module method on
+  one of those, a local name whose every assignment is one of those), all returns agreeing; recursive
+  and mutually recursive functions answer unknown (every step keeps an in-progress set);
+- a module-level name bound once to such a value (`model = Net()`).
+
+Imports are resolved as Python would: relative ones (`from .models import Net`, `from . import
+models`) against the importing file's folder, absolute ones (`pkg.models.Net`, `import pkg.models as
+m`) against the folder above the importing file's top package, its own folder when it is a script's,
+and the project root (the nearest folder above holding `.git`, `pyproject.toml`, `setup.py` or
+`setup.cfg`) and its `src/`. `torch` (and files inside a `torch` package) is never the project's.
+A name bound more than once at the top of its file, or by anything else, is unknown.
+
+Only the files a lookup needs are read, lazily, each parsed once per process (re-read when its size or
+modification time changes): a file checked alone (pre-commit, stdin, an editor) sees the same facts as
+in a whole-tree run, and each worker process builds its own index as it goes. The index is plain data
+(no LibCST); the kinds inference (devlint.rules._kinds) asks it through a `ProjectView`, which records
+the files (and the digests of the contents) whose facts the answers used: the result cache stores them
+with the file's result and checks the file again when one of them changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+
+# How many lookups may be in progress at once (re-exports, base classes, returns of returns).
+MAX_DEPTH = 40
+TENSOR, MODULE = "tensor", "module"
+_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+_ONLY_EXTERNAL = frozenset({"torch"})
+
+
+def digest(data: bytes) -> str:
+    """The content digest a dependency is recorded (and checked again) with."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+# -- what one file says, read with `ast` ---------------------------------------------------------------
+@dataclass(frozen=True)
+class ClassFacts:
+    bases: tuple  # dotted text of each positional base (`nn.Module`, `base.Net`), None when not dotted
+    defines_cuda: bool
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    returns: tuple | None  # the terms of its returns (see _term); None: unknown (generator, decorator, ...)
+    decorators: tuple = ()  # dotted text of each decorator
+
+
+@dataclass
+class FileFacts:
+    path: str
+    digest: str
+    module: str | None  # dotted module name from the package chain (`pkg.models`), None outside packages
+    # top-level name -> ("class", ClassFacts) | ("function", FunctionFacts) | ("import", qualified)
+    #                 | ("value", term) | ("other",)
+    names: dict = field(default_factory=dict)
+    star_imports: tuple = ()  # qualified modules of `from X import *`
+
+
+def summarise_file(path: str, data: bytes, module: str | None) -> FileFacts | None:
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    facts = FileFacts(path, digest(data), module)
+    stars: list[str] = []
+
+    def bind(name: str, fact: tuple) -> None:
+        facts.names[name] = ("other",) if name in facts.names else fact
+
+    def statements(body):
+        for node in body:
+            yield node
+            if isinstance(node, (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)) \
+                    or type(node).__name__ == "TryStar":
+                for part in ("body", "orelse", "finalbody"):
+                    yield from statements(getattr(node, part, ()))
+                for handler in getattr(node, "handlers", ()):
+                    yield from statements(handler.body)
+            elif type(node).__name__ == "Match":
+                for case in node.cases:
+                    yield from statements(case.body)
+
+    for node in statements(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname is not None:
+                    bind(alias.asname, ("import", alias.name))
+                else:
+                    root = alias.name.split(".")[0]
+                    bind(root, ("import", root))
+        elif isinstance(node, ast.ImportFrom):
+            source = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    stars.append(source)
+                    continue
+                qualified = f"{source}{alias.name}" if source.endswith(".") else f"{source}.{alias.name}"
+                bind(alias.asname or alias.name, ("import", qualified))
+        elif isinstance(node, ast.ClassDef):
+            bases = tuple(_dotted(b) for b in node.bases)
+            bind(node.name, ("class", ClassFacts(bases, _defines_cuda(node))))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bind(node.name, ("function", _function_facts(node)))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in _target_names(target):
+                    simple = len(targets) == 1 and isinstance(target, ast.Name) and node.value is not None
+                    bind(name, ("value", _term(node.value, {}, 0)) if simple else ("other",))
+        else:
+            for child in ast.walk(node) if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.With,
+                                                            ast.AsyncWith, ast.Delete)) else ():
+                if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                    bind(child.id, ("other",))
+    # walrus and other exotic module-level bindings: anything stored that is not yet known
+    for node in statements(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for child in ast.walk(node):
+            if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
+                facts.names[child.target.id] = ("other",)
+    facts.star_imports = tuple(stars)
+    return facts
+
+
+def _dotted(node) -> str | None:
+    import ast
+
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _target_names(target) -> list[str]:
+    import ast
+
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for element in target.elts for n in _target_names(element)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []
+
+
+def _defines_cuda(cls) -> bool:
+    """Does the class body define `cuda` other than as `return super().cuda(...)`?"""
+    import ast
+
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "cuda":
+            if not _only_calls_super(node):
+                return True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any("cuda" in _target_names(t) for t in targets):
+                return True
+    return False
+
+
+def _only_calls_super(function) -> bool:
+    import ast
+
+    meaningful = [s for s in function.body if not (isinstance(s, ast.Pass) or isinstance(s, ast.Expr)
+                                                  and isinstance(s.value, ast.Constant)
+                                                  and isinstance(s.value.value, str))]
+    if len(meaningful) != 1 or not isinstance(meaningful[0], ast.Return):
+        return False
+    value = meaningful[0].value
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "cuda"
+            and isinstance(value.func.value, ast.Call) and isinstance(value.func.value.func, ast.Name)
+            and value.func.value.func.id == "super")
+
+
+def _function_facts(function) -> FunctionFacts:
+    import ast
+
+    decorators = tuple(_dotted(d.func if isinstance(d, ast.Call) else d) for d in function.decorator_list)
+    if isinstance(function, ast.AsyncFunctionDef):
+        return FunctionFacts(None, decorators)
+    returns: list = []
+    assigned: dict[str, list] = {}
+    other_locals: set[str] = {a.arg for a in function.args.args + function.args.posonlyargs
+                              + function.args.kwonlyargs}
+    other_locals.update(a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None)
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if not isinstance(node, ast.Lambda):
+                other_locals.add(node.name)
+            continue  # (their returns and yields are their own)
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return FunctionFacts(None, decorators)
+        if isinstance(node, ast.Return):
+            returns.append(node.value)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+            stack.append(node.value)
+            continue
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            assigned.setdefault(node.target.id, []).append(node.value)
+            stack.append(node.value)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            other_locals.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            other_locals.update(node.names)
+        elif isinstance(node, ast.alias):
+            other_locals.add((node.asname or node.name).split(".")[0])
+        stack.extend(ast.iter_child_nodes(node))
+    local = {name: values for name, values in assigned.items() if name not in other_locals}
+    for name in assigned:
+        if name in other_locals:
+            local[name] = None  # (also bound by a loop, `with`, an import...: unknown)
+    terms = []
+    for value in returns:
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            continue
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == function.name):
+            continue  # (a direct recursive call returns what the other returns do)
+        terms.append(_term(value, {**{p: None for p in other_locals}, **local}, 0, function.name))
+    return FunctionFacts(tuple(terms) if terms else None, decorators)
+
+
+def _term(expr, local: dict, depth: int, own: str | None = None):
+    """A symbolic value: ("call", dotted) of a name resolved in the file, ("method", term, name),
+    ("name", dotted) of a module-level name, ("any", terms) for a local name's assignments, or None."""
+    import ast
+
+    if depth > 8 or expr is None:
+        return None
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        dotted = _dotted(func)
+        if dotted is not None and dotted.split(".")[0] not in local:
+            return ("call", dotted)
+        if isinstance(func, ast.Attribute):
+            inner = _term(func.value, local, depth + 1, own)
+            return None if inner is None else ("method", inner, func.attr)
+        return None
+    if isinstance(expr, ast.Name):
+        if expr.id in local:
+            values = local[expr.id]
+            if values is None:
+                return None
+            terms = tuple(_term(v, {**local, expr.id: None}, depth + 1, own) for v in values)
+            return None if not terms or None in terms else ("any", terms)
+        return ("name", expr.id)
+    return None
+
+
+# -- the index -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ref:
+    """A project module (`name` None) or a top-level name of one."""
+
+    path: str
+    name: str | None = None
+
+
+class ProjectIndex:
+    """Per process: file facts by path, read lazily, refreshed when a file's size or time changes."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[tuple, FileFacts | None]] = {}
+        self._isfile: dict[str, bool] = {}
+        self._isdir: dict[str, bool] = {}
+        self._roots: dict[str, tuple[str, ...]] = {}
+        self._modules: dict[str, str | None] = {}
+
+    def isfile(self, path: str) -> bool:
+        found = self._isfile.get(path)
+        if found is None:
+            found = self._isfile[path] = os.path.isfile(path)
+        return found
+
+    def isdir(self, path: str) -> bool:
+        found = self._isdir.get(path)
+        if found is None:
+            found = self._isdir[path] = os.path.isdir(path)
+        return found
+
+    def facts(self, path: str) -> FileFacts | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        stamp = (info.st_size, info.st_mtime_ns, info.st_ino)
+        known = self._files.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        if info.st_size > 4 * 1024 * 1024:
+            facts = None
+        else:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                return None
+            facts = summarise_file(path, data, self.module_name(path))
+        self._files[path] = (stamp, facts)
+        return facts
+
+    def module_name(self, path: str) -> str | None:
+        """`pkg.sub.models` for pkg/sub/models.py in packages (folders holding __init__.py)."""
+        folder = os.path.dirname(path)
+        if folder not in self._modules:
+            parts = []
+            current = folder
+            while self.isfile(os.path.join(current, "__init__.py")):
+                parts.append(os.path.basename(current))
+                parent = os.path.dirname(current)
+                if parent == current:
+                    break
+                current = parent
+            self._modules[folder] = ".".join(reversed(parts)) or None
+        package = self._modules[folder]
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if stem == "__init__":
+            return package
+        return f"{package}.{stem}" if package else None
+
+    def search_roots(self, path: str) -> tuple[str, ...]:
+        """Where an absolute import in `path` is looked for."""
+        folder = os.path.dirname(path)
+        found = self._roots.get(folder)
+        if found is None:
+            roots = []
+            top = folder
+            while self.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+                top = os.path.dirname(top)
+            roots.append(top)
+            current = folder
+            while True:
+                if any(os.path.exists(os.path.join(current, marker)) for marker in _ROOT_MARKERS):
+                    roots += [current, os.path.join(current, "src")]
+                    break
+                parent = os.path.dirname(current)
+                if parent == current:
+                    break
+                current = parent
+            found = self._roots[folder] = tuple(dict.fromkeys(roots))
+        return found
+
+    def locate(self, base: str, parts: list[str]) -> tuple[str | None, int]:
+        """(the module file the longest prefix of `parts` names under `base`, how many parts it took)."""
+        current, module, taken = base, None, 0
+        for part in parts:
+            if not part:
+                break
+            folder = os.path.join(current, part)
+            if self.isdir(folder) and (self.isfile(os.path.join(folder, "__init__.py"))
+                                       or not self.isfile(folder + ".py")):
+                current = folder
+                init = os.path.join(folder, "__init__.py")
+                module = init if self.isfile(init) else folder  # (a namespace package: a folder)
+                taken += 1
+                continue
+            if self.isfile(folder + ".py"):
+                return folder + ".py", taken + 1
+            break
+        return module, taken
+
+
+_INDEX: ProjectIndex | None = None
+
+
+def index() -> ProjectIndex:
+    """This process's index (a worker builds its own as it checks files)."""
+    global _INDEX
+    if _INDEX is None:
+        _INDEX = ProjectIndex()
+    return _INDEX
+
+
+class ProjectView:
+    """What one checked file may ask the index; records the files whose facts answered.
+
+    `vocabulary` knows the world outside the project (devlint.rules._kinds.VOCABULARY):
+    `call_kind(name)` ("tensor", "module" or None: what calling `torch.zeros`, `torch.nn.Linear`
+    returns), `is_module_base(name)`, `transparent(decorator)`, and the sets `tensor_methods` (a
+    tensor's methods that return a tensor) and `module_methods` (a module's that return itself).
+    """
+
+    def __init__(self, path: str, vocabulary, project: ProjectIndex | None = None) -> None:
+        self.path = os.path.abspath(path)
+        self.index = project or index()
+        self.vocabulary = vocabulary
+        self.used: dict[str, str] = {}  # path -> digest of the contents whose facts were used
+        self._active: set = set()
+        self._memo: dict = {}
+
+    # -- resolution ------------------------------------------------------------------------------
+    def resolve(self, qualified: str, origin: str | None = None):
+        """What an import-qualified name of `origin` (default: the checked file) stands for: a Ref in
+        the project, ("external", name) outside it, or None."""
+        origin = origin or self.path
+        level = len(qualified) - len(qualified.lstrip("."))
+        parts = qualified[level:].split(".") if qualified[level:] else []
+        if level:
+            base = os.path.dirname(origin)
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            module, taken = self.index.locate(base, parts)
+            if module is None and taken == 0:
+                init = os.path.join(base, "__init__.py")
+                module = init if self.index.isfile(init) else None
+            if module is None:
+                return None
+            return self._within(module, parts[taken:])
+        if not parts or parts[0] in _ONLY_EXTERNAL:
+            return ("external", qualified)
+        for root in self.index.search_roots(origin):
+            module, taken = self.index.locate(root, parts)
+            if module is not None and taken:
+                return self._within(module, parts[taken:])
+        return ("external", qualified)
+
+    def _within(self, module: str, rest: list[str]):
+        if not module.endswith(".py"):
+            return None  # (a namespace package's attribute: unknown)
+        name = self.index.module_name(module)
+        if name is not None and name.split(".")[0] in _ONLY_EXTERNAL:
+            return ("external", ".".join([name, *rest]))  # (files of torch itself)
+        ref = Ref(module)
+        for part in rest:
+            ref = self._attribute(ref, part)
+            if not isinstance(ref, Ref):
+                return ref
+        return ref
+
+    def _attribute(self, ref: Ref, attribute: str):
+        """`attribute` of what `ref` stands for: a top-level name of a module; None otherwise."""
+        if ref.name is None:
+            return self._lookup(ref.path, attribute)
+        target = self._follow(ref)
+        if isinstance(target, Ref) and target.name is None:
+            return self._lookup(target.path, attribute)
+        if isinstance(target, tuple) and target[0] == "external":
+            return ("external", f"{target[1]}.{attribute}")
+        return None
+
+    def _facts(self, path: str) -> FileFacts | None:
+        facts = self.index.facts(path)
+        if facts is not None and path != self.path:
+            self.used[path] = facts.digest
+        return facts
+
+    def _lookup(self, path: str, name: str):
+        """A top-level `name` of the module file at `path`."""
+        facts = self._facts(path)
+        if facts is None:
+            return None
+        fact = facts.names.get(name)
+        if fact is not None:
+            return Ref(path, name)
+        if os.path.basename(path) == "__init__.py":  # a submodule of the package
+            folder = os.path.dirname(path)
+            module, taken = self.index.locate(folder, [name])
+            if module is not None and taken == 1:
+                return self._within(module, [])
+        for star in facts.star_imports:
+            found = self._guard(("star", path, star, name), lambda: self._star(path, star, name))
+            if found is not None:
+                return found
+        return None
+
+    def _star(self, path: str, star: str, name: str):
+        module = self.resolve(star, path)
+        if isinstance(module, Ref) and module.name is None:
+            return self._lookup(module.path, name)
+        return None
+
+    def _follow(self, ref: Ref):
+        """Through imports (`from .a import B` in the module named): the class, function or value a
+        Ref is, a module Ref, ("external", name), or None."""
+        return self._guard(("follow", ref), lambda: self._follow_once(ref))
+
+    def _follow_once(self, ref: Ref):
+        if ref.name is None:
+            return ref
+        facts = self._facts(ref.path)
+        fact = facts.names.get(ref.name) if facts is not None else None
+        if fact is None:
+            return None
+        if fact[0] == "import":
+            target = self.resolve(fact[1], ref.path)
+            return self._follow(target) if isinstance(target, Ref) else target
+        if fact[0] == "other":
+            return None
+        return ref
+
+    def _guard(self, key, compute):
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active or len(self._active) >= MAX_DEPTH:
+            return None
+        self._active.add(key)
+        try:
+            value = compute()
+        finally:
+            self._active.discard(key)
+        if not self._active or value is not None:
+            self._memo[key] = value
+        return value
+
+    def _fact(self, ref: Ref):
+        facts = self._facts(ref.path)
+        return facts.names.get(ref.name) if facts is not None and ref.name is not None else None
+
+    def _in_file(self, path: str, dotted: str | None):
+        """What a dotted name written in the project file `path` stands for."""
+        if dotted is None:
+            return None
+        root, _, rest = dotted.partition(".")
+        target = self._lookup(path, root)
+        if target is None:
+            facts = self._facts(path)
+            if facts is not None and root not in facts.names and not facts.star_imports:
+                return ("external", dotted)  # (a builtin)
+            return None
+        for part in rest.split(".") if rest else ():
+            target = self._attribute(target, part) if isinstance(target, Ref) else None
+            if target is None:
+                return None
+        return target
+
+    # -- facts --------------------------------------------------------------------------------------
+    def call_kind(self, qualified: str) -> str | None:
+        """The kind calling an import-qualified name of the checked file returns, if the project says."""
+        key = ("call", qualified)
+        if key not in self._memo:
+            target = self.resolve(qualified)
+            self._memo[key] = self._call_kind(target) if isinstance(target, Ref) else None
+        return self._memo[key]
+
+    def value_kind(self, qualified: str) -> str | None:
+        """The kind of an imported project name used as a value (`from .data import BATCH`)."""
+        target = self.resolve(qualified)
+        if not isinstance(target, Ref):
+            return None
+        target = self._follow(target)
+        if not isinstance(target, Ref):
+            return None
+        fact = self._fact(target)
+        if fact is not None and fact[0] == "value":
+            return self._guard(("value", target), lambda: self._term_kind(target.path, fact[1]))
+        return None
+
+    def _call_kind(self, ref) -> str | None:
+        target = self._follow(ref) if isinstance(ref, Ref) else ref
+        if isinstance(target, tuple) and target[0] == "external":
+            return self.vocabulary.call_kind(target[1])
+        if not isinstance(target, Ref) or target.name is None:
+            return None
+        fact = self._fact(target)
+        if fact is None:
+            return None
+        if fact[0] == "class":
+            return MODULE if self.is_module_class(target) else None
+        if fact[0] == "function":
+            return self._guard(("returns", target), lambda: self._returns(target, fact[1]))
+        return None
+
+    def class_of(self, qualified: str) -> Ref | None:
+        """The project class an import-qualified name of the checked file stands for."""
+        target = self.resolve(qualified)
+        target = self._follow(target) if isinstance(target, Ref) else None
+        if isinstance(target, Ref) and target.name is not None:
+            fact = self._fact(target)
+            if fact is not None and fact[0] == "class":
+                return target
+        return None
+
+    def is_module_class(self, ref: Ref) -> bool:
+        return self._guard(("module class", ref), lambda: self._is_module_class(ref)) is True
+
+    def _is_module_class(self, ref: Ref) -> bool:
+        fact = self._fact(ref)
+        if fact is None or fact[0] != "class":
+            return False
+        for base in fact[1].bases:
+            target = self._in_file(ref.path, base)
+            if isinstance(target, Ref):
+                target = self._follow(target)
+            if isinstance(target, tuple) and target[0] == "external" and self.vocabulary.is_module_base(target[1]):
+                return True
+            if isinstance(target, Ref) and target.name is not None and self.is_module_class(target):
+                return True
+        return False
+
+    def overrides_cuda(self, ref: Ref) -> bool:
+        """Does the class (or a project class it inherits from) define `cuda()`? Unknown bases say no."""
+        return self._guard(("cuda", ref), lambda: self._overrides_cuda(ref)) is True
+
+    def _overrides_cuda(self, ref: Ref) -> bool:
+        fact = self._fact(ref)
+        if fact is None or fact[0] != "class":
+            return False
+        if fact[1].defines_cuda:
+            return True
+        for base in fact[1].bases:
+            target = self._in_file(ref.path, base)
+            target = self._follow(target) if isinstance(target, Ref) else None
+            if isinstance(target, Ref) and target.name is not None and self.overrides_cuda(target):
+                return True
+        return False
+
+    def _returns(self, ref: Ref, function: FunctionFacts) -> str | None:
+        if function.returns is None:
+            return None
+        for decorator in function.decorators:
+            target = self._in_file(ref.path, decorator)
+            name = target[1] if isinstance(target, tuple) and target[0] == "external" else None
+            if name is None or not self.vocabulary.transparent(name):
+                return None
+        kinds = {self._term_kind(ref.path, term) for term in function.returns}
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def _term_kind(self, path: str, term) -> str | None:
+        if term is None:
+            return None
+        if term[0] == "call":
+            target = self._in_file(path, term[1])
+            return self._call_kind(target) if target is not None else None
+        if term[0] == "method":
+            inner = self._term_kind(path, term[1])
+            if inner == TENSOR and term[2] in self.vocabulary.tensor_methods:
+                return TENSOR
+            if inner == MODULE and term[2] in self.vocabulary.module_methods:
+                return MODULE
+            return None
+        if term[0] == "any":
+            kinds = {self._term_kind(path, t) for t in term[1]}
+            return kinds.pop() if len(kinds) == 1 else None
+        if term[0] == "name":
+            target = self._in_file(path, term[1])
+            target = self._follow(target) if isinstance(target, Ref) else None
+            if isinstance(target, Ref) and target.name is not None:
+                fact = self._fact(target)
+                if fact is not None and fact[0] == "value":
+                    return self._guard(("value", target), lambda: self._term_kind(target.path, fact[1]))
+            return None
+        return None

@@ -1,0 +1,1 @@
+from .models import Net as PublicNet  # re-exported: `from pkg import PublicNet`
