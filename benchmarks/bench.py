@@ -84,7 +84,9 @@ def main() -> int:
     print(f"corpus: {folder}\nfiles: {len(files)}, lines: {lines:,}, cores: {os.cpu_count()}\n")
 
     rows: list[tuple[str, float, int]] = []
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as work:
+        # a folder devlint creates: it refuses to use an existing one it did not mark as its cache
+        cache = os.path.join(work, "cache")
         seconds, peak, _ = timed([*devlint, "--no-cache", folder])
         rows.append(("devlint cold (no cache)", seconds, peak))
         timed([*devlint, "--cache-dir", cache, folder])  # fill the cache

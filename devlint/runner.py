@@ -119,7 +119,7 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         results[index] = result
         if cache is not None and index in keys and result.error is None and result.fixed_source is None \
                 and result.notice is None and not config.add_noqa:
-            cache.put(keys[index], result.findings, getattr(result, "dependencies", None))
+            cache.put(keys[index], result.findings, result.dependencies or None)
     return results  # type: ignore[return-value]
 
 

@@ -73,6 +73,8 @@ def test_dl001_fix_is_unsafe_on_a_project_class_that_overrides_cuda():
     assert by_line[line["b = b.cuda()"]] is Applicability.UNSAFE  # inherits it (a name bound to one)
     assert by_line[line["c = OnlySuper()"]] is Applicability.SAFE  # only `return super().cuda(device)`
     assert by_line[line["d = Deep()"]] is Applicability.SAFE  # no override anywhere up its bases
+    titles = {f.start.line: f.fix.title for f in _check(CHECKED[0]).findings if f.code == "DL001"}
+    assert "from another file of the project, overrides `cuda()`" in titles[line["a = WithTable()"]]
 
 
 def test_dl001_a_class_of_the_file_built_on_an_overriding_project_class():
@@ -93,6 +95,7 @@ def test_dl001_an_unrelated_override_in_the_file_keeps_todays_unsafe_fix(tmp_pat
     )
     findings = _check(script).findings
     assert [(f.start.line, f.fix.applicability) for f in findings] == [(11, Applicability.UNSAFE)]
+    assert "this file defines a `cuda()` override" in findings[0].fix.title
 
 
 # -- the index itself -------------------------------------------------------------------------------

@@ -236,13 +236,16 @@ class CudaCall(Rule):
             return
         self.report(node, fix=self._fix(node), start_node=func.attr)
 
-    def _file_overrides_cuda(self, receiver: cst.BaseExpression) -> bool:
-        """Does a class here define a `cuda()` that does more than `return super().cuda(...)`, or is
-        the receiver an instance of a project class (imported from another file, or a class here
-        built on one) that defines or inherits such a `cuda()` (devlint.project)?"""
-        return any(f.name.value == "cuda" and isinstance(self.ctx.parent(self.ctx.parent(f)), cst.ClassDef)
-                   and not _only_calls_super(f) for f in self.ctx.nodes(cst.FunctionDef)) or (
-            self.ctx.kinds.overrides_cuda(receiver))
+    def _cuda_override(self, receiver: cst.BaseExpression) -> str | None:
+        """Where a `cuda()` that does more than `return super().cuda(...)` is defined that the call may
+        reach: in a class of this file, or in the receiver's project class (imported from another
+        file, or a class here built on one, devlint.project); None if nowhere."""
+        if any(f.name.value == "cuda" and isinstance(self.ctx.parent(self.ctx.parent(f)), cst.ClassDef)
+               and not _only_calls_super(f) for f in self.ctx.nodes(cst.FunctionDef)):
+            return "this file defines a `cuda()` override that `.to()` would skip"
+        if self.ctx.kinds.overrides_cuda(receiver):
+            return "its class, from another file of the project, overrides `cuda()`, which `.to()` would skip"
+        return None
 
     def _inside_cuda_method(self, node: cst.CSTNode) -> bool:
         return any(isinstance(a, cst.FunctionDef) and a.name.value == "cuda" for a in self.ctx.ancestors(node))
@@ -278,11 +281,11 @@ class CudaCall(Rule):
         unsafe = index is not None and not is_none(index.value)
         if unsafe:
             title += " (drops the device index)"
-        elif self._file_overrides_cuda(call.func.value) and self.ctx.kinds.of(call.func.value) is not TENSOR:
+        elif self.ctx.kinds.of(call.func.value) is not TENSOR and (override := self._cuda_override(call.func.value)):
             # `.to(device)` does not call a class's own `cuda()`, which may move what `Module.to` does not
             # (a plain tensor attribute): on the GPU the program then mixes devices (seen on an H100).
             unsafe = True
-            title += " (this file defines a `cuda()` override that `.to()` would skip)"
+            title += f" ({override})"
         applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
         return self.fix(title, applicability, self.replace(call, self.ctx.code(new_call, call)),
                         needs_device=needs_definition)
