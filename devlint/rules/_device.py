@@ -27,9 +27,10 @@ queries CUDA where it runs. So it goes where it runs no earlier than the code th
   a site in that set-up gets no module-level definition), after one blank line, as ruff's and
   isort's import check want (the blank lines that followed the imports follow it), when the fix
   site itself runs at import (a module-level statement, a class body, a decorator or default of a
-  module-level definition; not a lambda's body), or when the file is a script (`script_evidence`): it has `if __name__ == "__main__":`, it
-  is a notebook, or its top-level statements do work: a `for`/`while`/`with` statement, an
-  `await`, `args = parser.parse_args()`, or a bare call statement other than library set-up
+  module-level definition; not a lambda's body), or when the file is a script
+  (`script_evidence`): it has `if __name__ == "__main__":`, it is a notebook, or its top-level
+  statements do work: a `for`/`while`/`with` statement, an `await`,
+  `args = parser.parse_args()`, or a bare call statement other than library set-up
   (logging, `warnings`, `sys.path`, `__all__`, registrations: a callee whose last part contains
   `register`, `setLevel`, `addHandler`, `basicConfig`, `filterwarnings`, `simplefilter`, ...).
   It comes before every module-level assignment of the name, which still overwrites it where the
