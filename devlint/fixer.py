@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 
 import libcst as cst
 
@@ -19,7 +20,7 @@ from devlint.rules._device import (
     insertion_index,
     statement_start,
 )
-from devlint.syntax import module_torch_alias
+from devlint.syntax import dotted_name, module_torch_alias
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _INDENT = re.compile(r"[ \t]+")
@@ -301,6 +302,9 @@ def define_device(text: str, options: FixOptions) -> str:
         statement = cst.parse_statement(f"{name} = {expression}\n", config=config)
     except cst.ParserSyntaxError as exc:  # the option's fault (see devlint.device_options), not the file's
         raise ValueError(f"the device definition `{name} = {expression}` does not parse: {exc.message}") from None
+    # A blank line between the import block and the definition, as ruff's and isort's import check
+    # (I001) want; the blank lines that followed the imports now follow the definition.
+    statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
     body = list(module.body)
     body.insert(insertion_index(module), statement)
     module = module.with_changes(body=body)
@@ -315,14 +319,105 @@ def _import_torch(text: str) -> str:
 
 
 def _add_torch_import(text: str, module: cst.Module) -> str:
-    # Imported here: libcst.codemod costs a quarter second at start-up, and few runs need it.
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
+    """`import torch` where ruff's and isort's import order (I001) want it, when the block was in order.
 
-    context = CodemodContext()
-    AddImportsVisitor.add_needed_import(context, "torch")
-    original, module = module, AddImportsVisitor(context).transform_module(module)
-    return _splice_insertion(text, original.code, module.code)
+    In the section of third-party imports, before the first straight import that sorts after it (or
+    after the last); a section of its own when there is none (after `__future__` and the standard
+    library, before the file's own modules); right after the docstring when nothing is imported.
+    """
+    config = cst.PartialParserConfig(encoding=module.encoding, default_newline=module.default_newline)
+    statement = cst.parse_statement("import torch\n", config=config)
+    body = list(module.body)
+    index, before, after, among = _torch_import_place(body)
+    statement = statement.with_changes(leading_lines=[cst.EmptyLine()] * before)
+    if index < len(body):
+        leading = list(body[index].leading_lines)
+        # among a section's imports: the blank lines above the import it goes before stay above both
+        blanks = _leading_blanks(leading) if among else 0
+        statement = statement.with_changes(leading_lines=leading[:blanks] + list(statement.leading_lines))
+        body[index] = body[index].with_changes(leading_lines=[cst.EmptyLine()] * after + leading[blanks:])
+    body.insert(index, statement)
+    return _splice_insertion(text, module.code, module.with_changes(body=body).code)
+
+
+def _leading_blanks(lines) -> int:
+    count = 0
+    while count < len(lines) and lines[count].comment is None:
+        count += 1
+    return count
+
+
+def _torch_import_place(body: list) -> tuple[int, int, int, bool]:
+    """Where `import torch` goes: the index in `body`, the blank lines it adds above and below, and
+    whether it goes among the imports of a section before body[index] (the blank lines above that
+    statement then come above the new import)."""
+    start = 1 if body and _is_docstring_line(body[0]) else 0
+    end = start
+    while end < len(body) and isinstance(body[end], cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in body[end].body
+    ):
+        end += 1
+    if end == start:  # nothing imported: first, after the docstring, one blank line (two before a def) below
+        if start == len(body):
+            return start, int(start > 0), 0, False
+        wanted = 2 if _is_definition(body[start]) else 1
+        return start, int(start > 0), max(0, wanted - _leading_blanks(body[start].leading_lines)), False
+    groups: list[list[int]] = []  # sections, as blank lines separate them
+    for i in range(start, end):
+        if not groups or _leading_blanks(body[i].leading_lines):
+            groups.append([])
+        groups[-1].append(i)
+    kinds = [{_import_kind(body[i]) for i in group} for group in groups]
+    others = [g for g, kind in zip(groups, kinds) if "other" in kind]
+    # The first section of other modules is the third-party one: a module that is neither the standard
+    # library's nor relative is third-party to ruff and isort unless found among the project's sources.
+    if others:
+        straight = [i for i in others[0] if all(isinstance(s, cst.Import) for s in body[i].body)]
+        later = [i for i in straight if _module_key(body[i]) > "torch"]
+        if later:
+            return later[0], 0, 0, True
+        return (straight[-1] + 1, 0, 0, False) if straight else (others[0][0], 0, 0, True)
+    # a section of its own, after `__future__` and the standard library
+    after = next((g[0] for g, kind in zip(groups, kinds) if kind - {"future", "stdlib"}), end)
+    return after, 1, 0, False
+
+
+def _is_docstring_line(statement) -> bool:
+    return (isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _is_definition(statement) -> bool:
+    return isinstance(statement, (cst.FunctionDef, cst.ClassDef))
+
+
+def _imported_modules(statement) -> list[str | None]:
+    names: list[str | None] = []
+    for small in statement.body:
+        if isinstance(small, cst.Import):
+            names.extend(dotted_name(alias.name) for alias in small.names)
+        elif isinstance(small, cst.ImportFrom):
+            names.append(None if small.relative else dotted_name(small.module))
+    return names
+
+
+def _import_kind(statement) -> str:
+    kinds = set()
+    for name in _imported_modules(statement):
+        top = (name or "").split(".")[0]
+        if name is None:
+            kinds.add("local")
+        elif top == "__future__":
+            kinds.add("future")
+        elif top in sys.stdlib_module_names:
+            kinds.add("stdlib")
+        else:
+            kinds.add("other")
+    return "other" if "other" in kinds or len(kinds) != 1 else kinds.pop()
+
+
+def _module_key(statement) -> str:
+    return (_imported_modules(statement)[0] or "").lower()
 
 
 def _splice_insertion(text: str, roundtrip: str, updated: str) -> str:

@@ -126,7 +126,7 @@ def test_torch_is_imported_for_a_local_definition():
 ])
 def test_a_site_that_runs_at_import_gets_a_module_level_definition(source):
     fixed = fixed_and_idempotent(source)
-    assert fixed.startswith("import torch\n" + MODULE_DEVICE)
+    assert fixed.startswith("import torch\n\n" + MODULE_DEVICE)
 
 
 @pytest.mark.parametrize("tail", [
@@ -139,7 +139,7 @@ def test_a_site_that_runs_at_import_gets_a_module_level_definition(source):
 def test_a_script_gets_a_module_level_definition(tail):
     source = "import torch\n\ndef f(x):\n    return x.cuda()\n\n" + tail
     fixed = fixed_and_idempotent(source)
-    assert fixed.startswith("import torch\n" + MODULE_DEVICE) and "return x.to(device)" in fixed
+    assert fixed.startswith("import torch\n\n" + MODULE_DEVICE) and "return x.to(device)" in fixed
     assert script_evidence(FileContext(cst.parse_module(source)))
 
 
@@ -166,14 +166,14 @@ def test_a_notebook_is_a_script():
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c} for c in cells]}
     result = check_source("a.ipynb", json.dumps(notebook).encode(), Config(select=("DL001",), fix=True))
     sources = ["".join(c["source"]) for c in json.loads(result.fixed_source)["cells"]]
-    assert sources[0] == "import torch\n" + MODULE_DEVICE
+    assert sources[0] == "import torch\n\n" + MODULE_DEVICE
     assert sources[1] == "def f(x):\n    return x.to(device)\n"
 
 
 def test_a_module_level_definition_reaches_the_functions_of_the_same_file():
     source = "import torch\na = torch.ones(1).cuda()\n\ndef f():\n    return torch.ones(1).cuda()\n"
     fixed = fixed_and_idempotent(source)
-    assert fixed.count("device = torch.device(") == 1 and fixed.startswith("import torch\n" + MODULE_DEVICE)
+    assert fixed.count("device = torch.device(") == 1 and fixed.startswith("import torch\n\n" + MODULE_DEVICE)
 
 
 def test_a_lambda_at_module_level_of_a_library_runs_later_and_is_display_only():
@@ -306,7 +306,7 @@ def test_a_setting_in_the_main_block_moves_a_script_definition_into_the_function
 
 def test_a_setting_above_the_definition_keeps_the_module_level_definition():
     source = "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\nimport torch\nx = torch.ones(1).cuda()\n"
-    assert fixed_and_idempotent(source) == source.replace("import torch\n", "import torch\n" + MODULE_DEVICE).replace(
+    assert fixed_and_idempotent(source) == source.replace("import torch\n", "import torch\n\n" + MODULE_DEVICE).replace(
         ".cuda()", ".to(device)")
 
 

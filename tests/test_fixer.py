@@ -17,13 +17,13 @@ DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\
 def test_definition_goes_after_docstring_future_and_imports():
     source = '"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n\nx = torch.ones(1).cuda()\n'
     assert fix(source) == (
-        '"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n' + DEVICE + "\nx = torch.ones(1).to(device)\n"
+        '"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n\n' + DEVICE + "\nx = torch.ones(1).to(device)\n"
     )
 
 
 def test_definition_uses_the_torch_alias():
     assert fix("import torch as th\nx = th.ones(1).cuda()\n") == (
-        'import torch as th\ndevice = th.device("cuda" if th.cuda.is_available() else "cpu")\nx = th.ones(1).to(device)\n'
+        'import torch as th\n\ndevice = th.device("cuda" if th.cuda.is_available() else "cpu")\nx = th.ones(1).to(device)\n'
     )
 
 
@@ -35,13 +35,13 @@ def test_import_torch_is_added_only_when_nothing_binds_it():
 
 def test_definition_follows_a_late_torch_import():
     source = "import os\nos.environ['X'] = '1'\nimport torch\nx = torch.ones(1).cuda()\n"
-    assert fix(source) == "import os\nos.environ['X'] = '1'\nimport torch\n" + DEVICE + "x = torch.ones(1).to(device)\n"
+    assert fix(source) == "import os\nos.environ['X'] = '1'\nimport torch\n\n" + DEVICE + "x = torch.ones(1).to(device)\n"
 
 
 def test_definition_does_not_split_the_import_block_after_a_late_torch_import():
     source = "import os\n__author__ = 'me'\nimport torch\nimport numpy as np\nx = np.ones(1)\ny = torch.ones(1).cuda()\n"
     assert fix(source) == (
-        "import os\n__author__ = 'me'\nimport torch\nimport numpy as np\n" + DEVICE
+        "import os\n__author__ = 'me'\nimport torch\nimport numpy as np\n\n" + DEVICE
         + "x = np.ones(1)\ny = torch.ones(1).to(device)\n"
     )
 
@@ -123,7 +123,7 @@ def test_comments_and_formatting_around_a_fix_are_kept():
     )
     script = source + "\nif __name__ == '__main__':\n    f(1)\n"
     assert fix(script) == script.replace(".cuda()  # here", ".to(device)  # here").replace(
-        "import torch\n", "import torch\n" + DEVICE
+        "import torch\n", "import torch\n\n" + DEVICE
     )
 
 

@@ -113,7 +113,7 @@ def test_fix_changes_only_the_sources_of_code_cells(tmp_path):
 
     new = sources(fixed)
     assert new[1] == ("!pip install -q torchvision\n%matplotlib inline\nimport numpy as np\nimport torch\n"
-                      f"import torch.nn as nn\nimport matplotlib.pyplot as plt\n{DEVICE}")  # magics restored
+                      f"import torch.nn as nn\nimport matplotlib.pyplot as plt\n\n{DEVICE}")  # magics restored
     assert new[3].splitlines()[0].endswith("nn.Linear(128, 10)).to(device)")
     assert 'torch.load("checkpoint.pt", map_location="cpu")' in new[3] and "files = !ls data" in new[3]
     assert new[4].startswith("%%time\nfor epoch in range(2):\n    x = torch.randn(64, 784).to(device)\n")
@@ -132,9 +132,10 @@ def test_fix_result_carries_texts_and_remaining_findings_in_fixed_coordinates():
     result = check_notebook("nb.ipynb", data, FIX)
     assert result.original_source == data.decode() and result.fixed_source is not None
     assert [(f.code, f.cell) for f in result.applied] == [("DL001", 2), ("DL002", 2)]
-    # the device line was inserted above: the remaining finding moved down one line in cell 2
-    assert found(result) == [("DL004", 2, 5, 26)]
-    assert sources(result.fixed_source)[1].splitlines()[4] == "y = torch.ones(2, device='cuda:1')"
+    # the device line (and the blank line above it) was inserted above: the remaining finding moved
+    # down two lines in cell 2
+    assert found(result) == [("DL004", 2, 6, 26)]
+    assert sources(result.fixed_source)[1].splitlines()[5] == "y = torch.ones(2, device='cuda:1')"
 
 
 def test_a_cache_hit_does_not_stop_a_later_fix(tmp_path):
@@ -149,7 +150,7 @@ def test_a_cache_hit_does_not_stop_a_later_fix(tmp_path):
 def test_device_goes_after_the_imports_of_the_cell_that_imports_torch():
     new = sources(fix(notebook("%load_ext autoreload\nimport os", "import numpy as np\nimport torch\n\nx = 1",
                                "t = torch.ones(1).cuda()")))
-    assert new == ["%load_ext autoreload\nimport os", f"import numpy as np\nimport torch\n{DEVICE}\n\nx = 1",
+    assert new == ["%load_ext autoreload\nimport os", f"import numpy as np\nimport torch\n\n{DEVICE}\n\nx = 1",
                    "t = torch.ones(1).to(device)"]
 
 
@@ -174,7 +175,7 @@ def test_fix_keeps_other_json_layouts_byte_for_byte(layout):
     nb["metadata"]["scale"] = 1e-7  # re-serialised by Python this would become 1e-07
     text = json.dumps(nb, **layout).replace("1e-07", "1e-7")
     fixed = fix(text.encode())
-    nb["cells"][1]["source"] = ["import torch\n", f"{DEVICE}\n", "# café\n", "x = torch.ones(1).to(device)\n", "x"]
+    nb["cells"][1]["source"] = ["import torch\n", "\n", f"{DEVICE}\n", "# café\n", "x = torch.ones(1).to(device)\n", "x"]
     expected = json.dumps(nb, **layout).replace("1e-07", "1e-7")
     assert fixed == expected
 
@@ -184,7 +185,7 @@ def test_fix_keeps_crlf_files_a_bom_no_final_newline_and_string_sources():
     nb["cells"][0]["source"] = "".join(nb["cells"][0]["source"])  # a string, not a list of lines
     text = "\ufeff" + json.dumps(nb, indent=1).replace("\n", "\r\n")  # a Windows checkout, no final newline
     fixed = fix(text.encode())
-    nb["cells"][0]["source"] = f"import torch\r\n{DEVICE}\r\nx = torch.ones(1).to(device)\r\n"
+    nb["cells"][0]["source"] = f"import torch\r\n\r\n{DEVICE}\r\nx = torch.ones(1).to(device)\r\n"
     assert fixed == "\ufeff" + json.dumps(nb, indent=1).replace("\n", "\r\n")
 
 
@@ -210,7 +211,7 @@ def test_noqa_comments_work_in_cells():
 def test_ipython_lines_are_masked(line):
     data = notebook(f"import torch\n{line}\nx = torch.ones(1).cuda()")
     assert found(check_notebook("nb.ipynb", data, LINT)) == [("DL001", 1, 3, 19)]
-    assert sources(fix(data))[0].splitlines()[1:3] == [DEVICE, line]  # put back as it was
+    assert sources(fix(data))[0].splitlines()[1:4] == ["", DEVICE, line]  # put back as it was
 
 
 @pytest.mark.parametrize("source", [

@@ -42,7 +42,7 @@ def test_an_unparseable_cell_is_reported_once_and_the_others_are_checked():
 def test_fixes_reach_the_other_cells_and_never_the_skipped_one():
     broken = "for epoch in range(3):\n    loss = # your code here\n    x = torch.ones(1).cuda()\n"
     new = fixed_sources("import torch", broken, CUDA)
-    assert new == [f"import torch\n{DEVICE}", broken, "x = torch.ones(1).to(device)"]
+    assert new == [f"import torch\n\n{DEVICE}", broken, "x = torch.ones(1).to(device)"]
 
 
 def test_a_skipped_cell_that_may_bind_device_keeps_the_fixes_that_need_it_away():
@@ -109,7 +109,7 @@ def test_a_cell_indented_by_its_first_line_is_checked_as_ipython_runs_it():
     cell = " import torch\n x = torch.ones(1).cuda()\n if x.sum():\n     y = torch.zeros(1).cuda()\n"
     result = check(cell)
     assert result.notice is None and found(result) == [("DL001", 1, 2, 20), ("DL001", 1, 4, 25)]  # as written
-    assert fixed_sources(cell) == [f" import torch\n {DEVICE}\n x = torch.ones(1).to(device)\n if x.sum():\n"
+    assert fixed_sources(cell) == [f" import torch\n\n {DEVICE}\n x = torch.ones(1).to(device)\n if x.sum():\n"
                                    "     y = torch.zeros(1).to(device)\n"]
 
 
@@ -117,14 +117,14 @@ def test_the_indent_goes_only_from_lines_that_start_with_it():
     # IPython's leading_indent: a string's continuation line without the indent is kept as it is
     cell = "    import torch\n    doc = '''\nnot indented\n    '''\n    x = torch.ones(1).cuda()"
     assert found(check(cell)) == [("DL001", 1, 5, 23)]
-    assert fixed_sources(cell)[0] == (f"    import torch\n    {DEVICE}\n    doc = '''\nnot indented\n    '''\n"
+    assert fixed_sources(cell)[0] == (f"    import torch\n\n    {DEVICE}\n    doc = '''\nnot indented\n    '''\n"
                                       "    x = torch.ones(1).to(device)")
 
 
 def test_an_indented_cell_with_magics():
     cell = "  %load_ext autoreload\n  import torch\n  !nvidia-smi\n  x = torch.ones(1).cuda()"
     assert found(check(cell)) == [("DL001", 1, 4, 21)]
-    assert fixed_sources(cell)[0] == f"  %load_ext autoreload\n  import torch\n  {DEVICE}\n  !nvidia-smi\n" \
+    assert fixed_sources(cell)[0] == f"  %load_ext autoreload\n  import torch\n\n  {DEVICE}\n  !nvidia-smi\n" \
                                      "  x = torch.ones(1).to(device)"
 
 
@@ -152,7 +152,7 @@ def test_a_writefile_cell_is_checked_and_fixed_as_its_own_file():
     assert found(check(*cells)) == [("DL001", 1, 3, 19), ("DL002", 3, 2, 23)]  # lines count the %%writefile line
     new = fixed_sources(*cells)
     # the file defines its own device (it runs in its own process); the notebook needed none
-    assert new == [f"%%writefile train.py\nimport torch\n{DEVICE}\nx = torch.ones(1).to(device)\n",
+    assert new == [f"%%writefile train.py\nimport torch\n\n{DEVICE}\nx = torch.ones(1).to(device)\n",
                    "import torch\n!python train.py",
                    "%%writefile -a train.py\nmodel.load_state_dict(torch.load('w.pt', map_location=\"cpu\"))\n"]
 
@@ -204,7 +204,7 @@ def test_dl003_still_flags_a_discarded_move_in_a_notebook(tail):
 def test_the_displayed_expression_is_still_checked_by_the_other_rules():
     cell = "import torch\nx = torch.ones(1)\nx.cuda()"
     assert [f[0] for f in found(check(cell, config=Config(select=("ALL",))))] == ["DL001"]
-    assert fixed_sources(cell)[0] == f"import torch\n{DEVICE}\nx = torch.ones(1)\nx.to(device)"
+    assert fixed_sources(cell)[0] == f"import torch\n\n{DEVICE}\nx = torch.ones(1)\nx.to(device)"
     noqa = check(cell, config=Config(add_noqa=True))
     assert sources(noqa.fixed_source)[0].endswith("x.cuda()  # noqa: DL001")
 

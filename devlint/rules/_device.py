@@ -22,11 +22,15 @@ When nothing binds the name in reach (or only module-level assignments that may 
 fixer defines it, `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`, which
 queries CUDA where it runs. So it goes where it runs no earlier than the code that needs it:
 
-- **At module level, after the imports**, when the fix site itself runs at import (a module-level
-  statement, a class body, a decorator or default of a module-level definition; not a lambda's
-  body), or when the file is a script (`script_evidence`): it has `if __name__ == "__main__":`, it
-  is a notebook, or its top-level statements do work: a `for`/`while`/`with` statement, an
-  `await`, `args = parser.parse_args()`, or a bare call statement other than library set-up
+- **At module level, after the import header** (its imports, and the set-up between them:
+  `matplotlib.use("Agg")`, `sys.path.insert(0, ROOT)`, `os.environ[...] = ...`, `try: import apex`;
+  a site in that set-up gets no module-level definition), after one blank line, as ruff's and
+  isort's import check want (the blank lines that followed the imports follow it), when the fix
+  site itself runs at import (a module-level statement, a class body, a decorator or default of a
+  module-level definition; not a lambda's body), or when the file is a script
+  (`script_evidence`): it has `if __name__ == "__main__":`, it is a notebook, or its top-level
+  statements do work: a `for`/`while`/`with` statement, an `await`,
+  `args = parser.parse_args()`, or a bare call statement other than library set-up
   (logging, `warnings`, `sys.path`, `__all__`, registrations: a callee whose last part contains
   `register`, `setLevel`, `addHandler`, `basicConfig`, `filterwarnings`, `simplefilter`, ...).
   It comes before every module-level assignment of the name, which still overwrites it where the
@@ -1165,34 +1169,135 @@ def _definition_reaches(ctx: FileContext, node: cst.CSTNode) -> bool:
 
 
 def insertion_index(module: cst.Module) -> int:
-    """After the docstring, `__future__` imports, the leading import block (with any module-level
-    `global` statements in it) and the import of torch."""
+    """After the docstring, `__future__` imports, the leading import header (with any module-level
+    `global` statements in it, and the set-up between its imports: `matplotlib.use(...)`,
+    `sys.path.insert(...)`, `try: import x` ...) and the import of torch."""
     body = list(module.body)
     torch_import = None
     for i, statement in enumerate(body):
         if _imports_torch(statement):
             torch_import = i
             break
-    index = _after_imports(body, 0)
+    index = _after_header(body, 0)
     if torch_import is not None and torch_import >= index:
         # torch is imported below other code (`__author__ = ...`): after its import and the imports
         # right after it, which cannot use `device`, so as not to split that import block
-        index = _after_imports(body, torch_import + 1)
+        index = _after_header(body, torch_import + 1)
     return index
 
 
-def _after_imports(body: list[cst.CSTNode], index: int) -> int:
-    """The index of the first statement from `index` on that is not an import (or the docstring)."""
+def _after_header(body: list[cst.CSTNode], index: int) -> int:
+    """The index after the last import of the import header that starts at `index`.
+
+    The header is a run of import lines (and the docstring) with, between them, the set-up that
+    files put among their imports: simple statements (`matplotlib.use("Agg")`,
+    `sys.path.insert(0, ROOT)`, `os.environ[...] = ...`, `__version__ = ...`) and `if`/`try`/`with`
+    blocks that import (`try: import apex` ...). A definition inside the header would split it
+    (ruff's and isort's import check, E402 for the imports after it); set-up after the last import
+    is not part of it.
+    """
+    end = index
     while index < len(body):
         statement = body[index]
-        if isinstance(statement, cst.SimpleStatementLine) and all(
-            isinstance(s, (cst.Import, cst.ImportFrom, cst.Global)) or (index == 0 and _is_docstring(s))
-            for s in statement.body
-        ):
+        if _is_import_line(statement, index) or _is_import_block(statement):
             index += 1
-            continue
-        break
-    return index
+            end = index
+        elif _is_setup(statement):
+            index += 1
+        else:
+            break
+    return end
+
+
+def _is_import_line(statement: cst.CSTNode, index: int) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom, cst.Global)) or (index == 0 and _is_docstring(s))
+        for s in statement.body
+    )
+
+
+def _is_import_block(statement: cst.CSTNode) -> bool:
+    """`try: import apex` / `except ImportError: apex = None`, `if TYPE_CHECKING: from x import Y`:
+    a block of imports and what stands in for them (assignments, `pass`, `raise`, a warning)."""
+    if not isinstance(statement, (cst.If, cst.Try, cst.TryStar, cst.With)) or (
+        isinstance(statement, cst.If) and _is_main_check(statement.test)
+    ):
+        return False
+    if any(not isinstance(inner, (cst.If, cst.Try, cst.TryStar, cst.With))
+           for inner in _subtree(statement, cst.BaseCompoundStatement)):
+        return False  # a loop, a definition
+    smalls = list(_subtree(statement, cst.BaseSmallStatement))
+    return any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in smalls) and all(
+        isinstance(s, (*_SETUP_STATEMENTS, cst.Raise)) for s in smalls
+    )
+
+
+_SETUP_STATEMENTS = (cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Pass, cst.Import, cst.ImportFrom,
+                     cst.Global)
+# Calls that compute a path for `sys.path` (`ROOT = os.path.dirname(os.path.abspath(__file__))`).
+_PATH_ROOTS = frozenset({"os", "osp", "path", "pathlib", "Path", "PurePath", "str", "dirname", "abspath", "join",
+                         "realpath", "normpath", "expanduser", "getcwd", "getenv"})
+_PATH_METHODS = frozenset({"resolve", "absolute", "joinpath", "expanduser", "parent", "parents", "dirname"})
+
+
+def _is_setup(statement: cst.CSTNode) -> bool:
+    """Set-up between two imports of a header (see `_after_header`): library set-up calls (`matplotlib.use`,
+    `sys.path.insert`, `warnings.filterwarnings`, `os.environ.setdefault`, ...), assignments to
+    `os.environ[...]`, `sys.*` or a dunder name, a path computed for `sys.path`, and blocks of imports."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return all(_is_setup_small(s) for s in statement.body)
+    if isinstance(statement, (cst.If, cst.Try, cst.TryStar, cst.With)) and not (
+        isinstance(statement, cst.If) and _is_main_check(statement.test)
+    ):
+        return any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in _subtree(statement, cst.BaseSmallStatement))
+    return False
+
+
+def _is_setup_small(small: cst.BaseSmallStatement) -> bool:
+    if isinstance(small, (cst.Import, cst.ImportFrom, cst.Global, cst.Pass)):
+        return True
+    if isinstance(small, cst.Expr):
+        return isinstance(small.value, cst.Call) and _is_setup_call(small.value)
+    if isinstance(small, cst.Assign):
+        targets = [t.target for t in small.targets]
+    elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+        targets = [small.target]
+    else:
+        return False
+    value = small.value
+    if value is None:
+        return True
+    if all(isinstance(t, cst.Name) and t.value.startswith("__") and t.value.endswith("__") for t in targets):
+        return True  # `__version__ = "1.0"`
+    if all(isinstance(t, (cst.Subscript, cst.Attribute)) and _root(t) in ("os", "sys") for t in targets):
+        return True  # `os.environ["X"] = ...`, `sys.path[0:0] = ...`
+    if isinstance(value, cst.Call) and _is_setup_call(value) and (dotted_name(value.func) or "").endswith(
+            "importorskip"):
+        return True  # `np = pytest.importorskip("numpy")`
+    return all(isinstance(t, cst.Name) for t in targets) and all(
+        _is_path_call(call) for call in _subtree(value, cst.Call)
+    )
+
+
+def _root(target: cst.BaseExpression) -> str | None:
+    while isinstance(target, (cst.Subscript, cst.Attribute)):
+        target = target.value
+    return target.value if isinstance(target, cst.Name) else None
+
+
+def _is_setup_call(call: cst.Call) -> bool:
+    callee = dotted_name(call.func) or ""
+    if callee.startswith(("os.environ.", "os.putenv", "site.", "pytest.importorskip", "faulthandler.")):
+        return True
+    return bool(callee) and not _does_work(call)
+
+
+def _is_path_call(call: cst.Call) -> bool:
+    callee = dotted_name(call.func)
+    if callee is not None:
+        parts = callee.split(".")
+        return parts[0] in _PATH_ROOTS or parts[-1] in _PATH_METHODS
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _PATH_METHODS
 
 
 def _starts_with_docstring(statement: cst.CSTNode) -> bool:

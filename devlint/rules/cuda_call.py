@@ -150,12 +150,12 @@ class CudaCall(Rule):
     INVALID = (
         Invalid(
             "import torch\nx = torch.zeros(3).cuda()\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "x = torch.zeros(3).to(device)\n",
         ),
         Invalid(
             "import torch as th\nmodel = th.nn.Linear(2, 2).cuda()\n",
-            fixed='import torch as th\ndevice = th.device("cuda" if th.cuda.is_available() else "cpu")\n'
+            fixed='import torch as th\n\ndevice = th.device("cuda" if th.cuda.is_available() else "cpu")\n'
             "model = th.nn.Linear(2, 2).to(device)\n",
         ),
         Invalid(
@@ -180,7 +180,7 @@ class CudaCall(Rule):
         ),
         Invalid(
             "import torch\nx = x.cuda(device=1)\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "x = x.to(device)\n",
             unsafe=True,
         ),
@@ -188,7 +188,7 @@ class CudaCall(Rule):
             "import torch\nclass Net(torch.nn.Module):\n    def cuda(self, device=None):\n"
             "        self.mask = self.mask.cuda(device)\n        return super().cuda(device)\n"
             "net = Net().cuda()\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "class Net(torch.nn.Module):\n    def cuda(self, device=None):\n"
             "        self.mask = self.mask.cuda(device)\n        return super().cuda(device)\n"
             "net = Net().to(device)\n",

@@ -160,13 +160,13 @@ class CudaOnlyAmp(Rule):
         ),
         Invalid(
             "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "scaler = torch.amp.GradScaler(device.type)\n",
             unsafe=True,
         ),
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast(dtype=torch.bfloat16):\n    y = model(x)\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "with torch.amp.autocast(device.type, dtype=torch.bfloat16):\n    y = model(x)\n",
             unsafe=True,
         ),
@@ -180,7 +180,7 @@ class CudaOnlyAmp(Rule):
             "import torch\nfrom torch.cuda.amp import GradScaler, autocast\n"
             "scaler = GradScaler(init_scale=2.0**10)\nwith autocast():\n    pass\n",
             fixed="import torch\n"
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "scaler = torch.amp.GradScaler(device.type, init_scale=2.0**10)\n"
             "with torch.amp.autocast(device.type):\n    pass\n",
             count=2,

@@ -207,7 +207,7 @@ class HardcodedDeviceString(Rule):
         ),
         Invalid(
             'import torch\nx = torch.zeros(3, device="cuda")\n',
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "x = torch.zeros(3, device=device)\n",
         ),
         Invalid(
@@ -216,30 +216,30 @@ class HardcodedDeviceString(Rule):
         ),
         Invalid(
             'import torch\nx = x.to("cuda:1")\n',
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "x = x.to(device)\n",
             unsafe=True,
         ),
         Invalid('import torch\nx = x.to(f"cuda:{rank}")\n', fixed='import torch\nx = x.to(f"cuda:{rank}")\n'),
         Invalid(
             'import torch\nstate = torch.load(path, map_location="cuda:0")\n',
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "state = torch.load(path, map_location=device)\n",
         ),
         Invalid(
             'import torch\nstate = torch.load(path, "cuda")\n',
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "state = torch.load(path, device)\n",
         ),
         Invalid(
             "import torch\nstate = torch.load(path, map_location=lambda storage, loc: storage.cuda())\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "state = torch.load(path, map_location=device)\n",
             count=1,
         ),
         Invalid(
             'import torch\ntorch.set_default_device("cuda")\n',
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "torch.set_default_device(device)\n",
         ),
         Invalid(

@@ -100,12 +100,12 @@ class LegacyCudaTensorType(Rule):
     INVALID = (
         Invalid(
             "import torch\nbuf = torch.cuda.FloatTensor(2, 3)\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "buf = torch.empty(2, 3, dtype=torch.float32, device=device)\n",
         ),
         Invalid(
             "import torch\nids = torch.cuda.LongTensor([1, 2])\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "ids = torch.tensor([1, 2], dtype=torch.int64, device=device)\n",
         ),
         Invalid(
@@ -126,7 +126,7 @@ class LegacyCudaTensorType(Rule):
         Invalid(
             "from torch.cuda import LongTensor as LT\nimport torch\nempty = LT()\n",
             fixed='from torch.cuda import LongTensor as LT\nimport torch\n'
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "empty = torch.empty(0, dtype=torch.int64, device=device)\n",
         ),
         Invalid(

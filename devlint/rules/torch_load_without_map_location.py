@@ -181,14 +181,14 @@ class TorchLoadWithoutMapLocation(Rule):
         ),
         Invalid(
             "from torch import load as tload\nx = tload(f, map_location=None)\n",
-            fixed='from torch import load as tload\nimport torch\n\n'
+            fixed='import torch\nfrom torch import load as tload\n\n'
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "x = tload(f, map_location=device)\n",
             unsafe=True,
         ),
         Invalid(
             "from torch import jit\nm = jit.load('m.pt')\n",
-            fixed='from torch import jit\nimport torch\n\n'
+            fixed='import torch\nfrom torch import jit\n\n'
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "m = jit.load('m.pt', map_location=device)\n",
             unsafe=True,
