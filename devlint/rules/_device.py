@@ -141,6 +141,11 @@ def torch_failure(ctx: FileContext) -> str:
     return "torch is not imported"
 
 
+def _source_order(ctx: FileContext, node: cst.CSTNode) -> tuple[int, int]:
+    position = ctx.positions.get(node)
+    return (0, 0) if position is None else (position.start.line, position.start.column)
+
+
 def _line(ctx: FileContext, node: cst.CSTNode) -> str:
     position = ctx.positions.get(node)
     return "" if position is None else f" (line {position.start.line})"
@@ -161,7 +166,8 @@ def _reuse_failure(ctx: FileContext, node: cst.CSTNode, name: str) -> str:
     scope = ctx.scope(node)
     if scope is None:
         return f"the scope of `{name}` here is unknown"
-    assignments = ctx.bindings(node, name)
+    # in the file's order: the scope's bindings come in no fixed order, and the message names one
+    assignments = sorted(ctx.bindings(node, name), key=lambda a: _source_order(ctx, a.node))
     for assignment in assignments:
         if not _is_device_binding(ctx, assignment):
             return _not_a_device(ctx, assignment, name)
@@ -301,7 +307,8 @@ def _insert_failure(ctx: FileContext, node: cst.CSTNode, name: str, found) -> st
         if _owner(ctx, statement) is ctx.module and _top_index(ctx, statement) >= index:
             return f"a module-level `global {name}`{_line(ctx, statement)} follows the imports"
     if found is _MODULE_MAYBE:
-        first = next((a for a in ctx.bindings(node, name) if _top_index(ctx, a.node) < index), None)
+        first = next((a for a in sorted(ctx.bindings(node, name), key=lambda a: _source_order(ctx, a.node))
+                      if _top_index(ctx, a.node) < index), None)
         detail = _line(ctx, first.node) if first is not None else ""
         return (f"`{name}` is assigned among the imports{detail} and may not be bound here: "
                 "a definition after the imports would overwrite it")
@@ -432,7 +439,7 @@ def _last_binding_on_device(ctx: FileContext, name: cst.Name, placement, device)
         if at is None:
             return False
         if at <= use:
-            earlier.append((at, assignment))
+            earlier.append(((at, _source_order(ctx, node)), assignment))  # (one statement's targets: left to right)
         elif _loop_around_both(ctx, node, name):
             return False  # bound again later in a loop that runs the use again
     if not earlier:

@@ -751,6 +751,10 @@ class KindInference:
             later = pos > (use.start.line, use.start.column)
             if later and assignment.scope is scope and not isinstance(scope, ComprehensionScope):
                 continue  # (a comprehension's target is written after its element)
+            # Targets of one statement take effect together; Python binds them left to right
+            # (`[b, *b] = a`: the starred `b` is bound last), and the scope's bindings come in no fixed order.
+            own = self.ctx.positions.get(node)
+            pos = (pos, (own.start.line, own.start.column) if own is not None else (0, 0))
             if best_pos is None or pos > best_pos:
                 best, best_pos = node, pos
         return best

@@ -396,7 +396,8 @@ class Placement:
             earlier = [(p, a) for p, a in earlier if p is not None and p <= use]
             if not earlier:
                 return UNKNOWN
-            chosen = [max(earlier, key=lambda item: item[0])[1]]
+            # one statement's targets take effect together, bound left to right (`a, a = ...`)
+            chosen = [max(earlier, key=lambda item: (item[0], self._position(item[1].node) or (0, 0)))[1]]
         else:
             chosen = assignments
         places = []
