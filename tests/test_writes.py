@@ -89,7 +89,16 @@ def test_read_only_file_is_refused_even_for_root(tmp_path):
     assert "(1 fixed, 1 remaining)" in result.output  # the refused fix is not counted
 
 
-def test_ctrl_c_during_an_in_place_write_waits_for_the_write_to_end(tmp_path, monkeypatch):
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C as in a terminal: a test process may have inherited it ignored (once, under a loaded
+    CI machine, a pytest worker had), and a child inherits an ignored SIGINT and never sees Ctrl-C."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # for a child, before it starts Python
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_during_an_in_place_write_waits_for_the_write_to_end(tmp_path, monkeypatch, ctrl_c_raises):
     path = write(tmp_path / "a.py", BUGGY + "# a long tail " + "x" * 500 + "\n")
     os.link(path, tmp_path / "twin.txt")  # written in place: truncating comes after writing
 
@@ -314,11 +323,12 @@ FILES = 200
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
-def test_ctrl_c_stops_a_parallel_fix_at_once_and_leaves_every_file_whole(tmp_path):
+def test_ctrl_c_stops_a_parallel_fix_at_once_and_leaves_every_file_whole(tmp_path, ctrl_c_raises):
     paths = [write(tmp_path / f"f{i:03}.py", SLOW) for i in range(FILES)]
     # The real command line: its exit code and message are what the user sees.
     proc = subprocess.Popen([sys.executable, "-m", "devlint", "--fix", "--no-cache", "-j", "2", *map(str, paths)],
-                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_raises)
     deadline = time.monotonic() + 120
     while not any(FIXED_MARK in p.read_text() for p in paths) and time.monotonic() < deadline:
         time.sleep(0.05)
