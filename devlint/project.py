@@ -600,14 +600,18 @@ class ProjectView:
     def is_module_class(self, ref: Ref) -> bool:
         return self._guard(("module class", ref), lambda: self._is_module_class(ref)) is True
 
-    def _is_module_class(self, ref: Ref) -> bool:
+    def _bases(self, ref: Ref):
+        """What each base of the class `ref` stands for (a project Ref, an ("external", name), None);
+        nothing if `ref` is not a class."""
         fact = self._fact(ref)
         if fact is None or fact[0] != "class":
-            return False
+            return
         for base in fact[1].bases:
             target = self._in_file(ref.path, base)
-            if isinstance(target, Ref):
-                target = self._follow(target)
+            yield self._follow(target) if isinstance(target, Ref) else target
+
+    def _is_module_class(self, ref: Ref) -> bool:
+        for target in self._bases(ref):
             if isinstance(target, tuple) and target[0] == "external" and self.vocabulary.is_module_base(target[1]):
                 return True
             if isinstance(target, Ref) and target.name is not None and self.is_module_class(target):
@@ -622,14 +626,8 @@ class ProjectView:
         fact = self._fact(ref)
         if fact is None or fact[0] != "class":
             return False
-        if fact[1].defines_cuda:
-            return True
-        for base in fact[1].bases:
-            target = self._in_file(ref.path, base)
-            target = self._follow(target) if isinstance(target, Ref) else None
-            if isinstance(target, Ref) and target.name is not None and self.overrides_cuda(target):
-                return True
-        return False
+        return fact[1].defines_cuda or any(isinstance(target, Ref) and target.name is not None
+                                           and self.overrides_cuda(target) for target in self._bases(ref))
 
     def _returns(self, ref: Ref, function: FunctionFacts) -> str | None:
         if function.returns is None:

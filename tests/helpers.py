@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from devlint.config import Config
@@ -40,3 +43,11 @@ def count_checks(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(runner, "check_file", counting)
     return checked
+
+
+def run_python(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """`python ARGS` in `cwd` as the runtime proofs run programs (`-m devlint run --virtual-gpu prog.py`,
+    `prog.py` with CUDA_VISIBLE_DEVICES=""): no bytecode files, no colour, no warnings in the output."""
+    quiet = {"PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **quiet, **env}, timeout=240)

@@ -10,7 +10,7 @@ import pytest
 from devlint.context import FileContext
 from devlint.model import Applicability
 from devlint.rules._device import derived_device, device_source, holds_torch_device
-from tests.helpers import fix, lint
+from tests.helpers import fix, lint, run_python
 
 DEFINITION = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 
@@ -236,16 +236,10 @@ print(out.tolist(), out.is_cuda == torch.cuda.is_available(), round(r.item(), 4)
 
 @pytest.mark.slow
 def test_derived_devices_keep_the_virtual_gpu_output_and_run_without_cuda(tmp_path):
-    import os
-    import subprocess
-    import sys
-
     pytest.importorskip("torch")
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "PYTHONWARNINGS": "ignore"}
 
     def run(*args, **extra):
-        return subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True,
-                              env={**env, **extra}, timeout=240)
+        return run_python(tmp_path, *args, **extra)
 
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM.lstrip())

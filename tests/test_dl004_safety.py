@@ -6,15 +6,12 @@ GPU, `device=` of other packages, `def cuda()` overrides, the message) as a fres
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from devlint.model import Applicability
-from tests.helpers import fix, lint
+from tests.helpers import fix, lint, run_python
 
 
 def dl004(source: str):
@@ -276,11 +273,9 @@ PROGRAM = '''
 @pytest.mark.slow
 def test_unsafe_fixes_keep_the_output_on_a_two_gpu_virtual_machine_and_run_without_cuda(tmp_path):
     pytest.importorskip("torch")
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "PYTHONWARNINGS": "ignore"}
 
     def run(*args, **extra):
-        return subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True,
-                              env={**env, **extra}, timeout=240)
+        return run_python(tmp_path, *args, **extra)
 
     prog = tmp_path / "prog.py"
     prog.write_text(textwrap.dedent(PROGRAM).lstrip())

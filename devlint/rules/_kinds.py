@@ -500,19 +500,19 @@ class KindInference:
 
     def _project_call(self, func: cst.CSTNode) -> Kind:
         """`Net()`, `m.Net()`, `make_batch()` of a class or function imported from the project."""
-        names = self._project_names(func)
-        if not names:
-            return UNKNOWN
-        kinds = {self.ctx.project.call_kind(name) for name in names}
-        kind = kinds.pop() if len(kinds) == 1 else None
-        return Kind(kind) if kind is not None else UNKNOWN
+        return self._project_kind(func, "call_kind")
 
     def _project_value(self, name: cst.Name) -> Kind:
         """A module-level value imported from the project (`from .data import BATCH`)."""
-        names = self._project_names(name)
+        return self._project_kind(name, "value_kind")
+
+    def _project_kind(self, expr: cst.CSTNode, question: str) -> Kind:
+        """The kind every import-qualified name of `expr` gets from the index, or UNKNOWN."""
+        names = self._project_names(expr)
         if not names:
             return UNKNOWN
-        kinds = {self.ctx.project.value_kind(n) for n in names}
+        ask = getattr(self.ctx.project, question)
+        kinds = {ask(name) for name in names}
         kind = kinds.pop() if len(kinds) == 1 else None
         return Kind(kind) if kind is not None else UNKNOWN
 
