@@ -284,6 +284,22 @@ class FileContext:
 
         return CudaGuards(self)
 
+    def assigned_value(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """The value a plain target is bound to: `value` of `node = value` or `node: T = value`; None for
+        any other binding (an unpacking, a loop target, an import, ...)."""
+        parent = self.parent(node)
+        if isinstance(parent, cst.AssignTarget) and parent.target is node:
+            statement = self.parent(parent)
+            return statement.value if isinstance(statement, cst.Assign) else None
+        if isinstance(parent, cst.AnnAssign) and parent.target is node:
+            return parent.value
+        return None
+
+    def loop_around_both(self, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+        """Are both nodes inside one `for`/`while` loop (so that each may run again after the other)?"""
+        loops = {id(a) for a in self.ancestors(first) if isinstance(a, (cst.For, cst.While))}
+        return any(id(a) in loops for a in self.ancestors(second) if isinstance(a, (cst.For, cst.While)))
+
     def effective_position(self, node: cst.CSTNode) -> tuple[int, int] | None:
         """Where a binding takes effect: after its whole assignment (`x = f(x)` reads the old x)."""
         for parent in self.ancestors(node):

@@ -202,11 +202,7 @@ def _not_a_device(ctx: FileContext, assignment, name: str) -> str:
         return f"`{name}` is a parameter with the default `{_short(ctx, node.default)}`{line}: not known to be the run's device"
     parent = ctx.parent(node)
     statement = ctx.parent(parent) if isinstance(parent, cst.AssignTarget) else parent
-    value = None
-    if isinstance(statement, cst.Assign) and isinstance(parent, cst.AssignTarget) and parent.target is node:
-        value = statement.value
-    elif isinstance(statement, cst.AnnAssign) and statement.target is node:
-        value = statement.value
+    value = ctx.assigned_value(node)
     if value is not None:
         if string_value(value) is not None:
             kind = "a string"
@@ -433,34 +429,19 @@ def _last_binding_on_device(ctx: FileContext, name: cst.Name, placement, device)
     earlier = []
     for assignment in assignments:
         node = assignment.node
-        if assignment.scope is not scope or not isinstance(node, cst.Name) or _assigned_value(ctx, node) is None:
+        if assignment.scope is not scope or not isinstance(node, cst.Name) or ctx.assigned_value(node) is None:
             return False  # a parameter, a closure, a loop variable, an unpacking, an import
         at = ctx.effective_position(node)
         if at is None:
             return False
         if at <= use:
             earlier.append(((at, _source_order(ctx, node)), assignment))  # (one statement's targets: left to right)
-        elif _loop_around_both(ctx, node, name):
+        elif ctx.loop_around_both(node, name):
             return False  # bound again later in a loop that runs the use again
     if not earlier:
         return False
     last = max(earlier, key=lambda item: item[0])[1]
-    return _dominates(ctx, last, name) and placement.of(_assigned_value(ctx, last.node)) is device
-
-
-def _assigned_value(ctx: FileContext, node: cst.CSTNode) -> cst.BaseExpression | None:
-    parent = ctx.parent(node)
-    if isinstance(parent, cst.AssignTarget) and parent.target is node:
-        statement = ctx.parent(parent)
-        return statement.value if isinstance(statement, cst.Assign) else None
-    if isinstance(parent, cst.AnnAssign) and parent.target is node:
-        return parent.value
-    return None
-
-
-def _loop_around_both(ctx: FileContext, first: cst.CSTNode, second: cst.CSTNode) -> bool:
-    loops = {id(a) for a in ctx.ancestors(first) if isinstance(a, (cst.For, cst.While))}
-    return any(id(a) in loops for a in ctx.ancestors(second) if isinstance(a, (cst.For, cst.While)))
+    return _dominates(ctx, last, name) and placement.of(ctx.assigned_value(last.node)) is device
 
 
 def holds_torch_device(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
@@ -490,7 +471,7 @@ def _holds_torch_device_name(ctx: FileContext, node: cst.CSTNode, text: str) -> 
             if target.default is not None and not _is_torch_device_value(ctx, target.default):
                 return False
             continue
-        value = _assigned_value(ctx, target) if isinstance(target, cst.Name) else None
+        value = ctx.assigned_value(target) if isinstance(target, cst.Name) else None
         if value is None or not _is_torch_device_value(ctx, value):
             return False
     return True

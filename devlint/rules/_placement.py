@@ -254,20 +254,11 @@ class Placement:
         """The values of every binding of `name` where it is read, if all are plain `name = value`."""
         values = []
         for assignment in self.ctx.bindings(name):
-            value = self._assigned_value(assignment.node)
+            value = self.ctx.assigned_value(assignment.node)
             if value is None:
                 return []
             values.append(value)
         return values
-
-    def _assigned_value(self, node: cst.CSTNode) -> cst.BaseExpression | None:
-        parent = self.ctx.parent(node)
-        if isinstance(parent, cst.AssignTarget) and parent.target is node:
-            statement = self.ctx.parent(parent)
-            return statement.value if isinstance(statement, cst.Assign) else None
-        if isinstance(parent, cst.AnnAssign) and parent.target is node:
-            return parent.value
-        return None
 
     # -- calls -------------------------------------------------------------------------------------------
     def _call(self, call: cst.Call) -> Place:
@@ -416,7 +407,7 @@ class Placement:
         return self._step(("binding", node), lambda: self._binding_place(node))
 
     def _binding_place(self, node: cst.CSTNode) -> Place:
-        value = self._assigned_value(node)
+        value = self.ctx.assigned_value(node)
         if value is not None:
             return self.of(value)
         parent = self.ctx.parent(node)
@@ -439,7 +430,7 @@ class Placement:
                     where = self._position(call)
                     if same_scope and self.ctx.scope(receiver) is assignment.scope and where is not None and use:
                         bound_at = self._effective(assignment.node)
-                        in_loop = self._loop_around_both(call, name)
+                        in_loop = self.ctx.loop_around_both(call, name)
                         if bound_at is not None and not (bound_at <= where <= use or in_loop):
                             continue  # before the binding or after the use, in straight-line code
                         found.append((place, where, not in_loop and self._dominates(call, name)))
@@ -491,12 +482,8 @@ class Placement:
                    for n in self.ctx.qualified_names(call.func))
 
     def _aliases(self, node: cst.CSTNode) -> bool:
-        value = self._assigned_value(node)
+        value = self.ctx.assigned_value(node)
         return value is None or isinstance(value, (cst.Name, cst.Attribute, cst.Subscript))
-
-    def _loop_around_both(self, first: cst.CSTNode, second: cst.CSTNode) -> bool:
-        loops = {id(a) for a in self.ctx.ancestors(first) if isinstance(a, (cst.For, cst.While))}
-        return any(id(a) in loops for a in self.ctx.ancestors(second) if isinstance(a, (cst.For, cst.While)))
 
     @cached_property
     def _module_moves(self) -> list[tuple[cst.Call, cst.CSTNode, Place]]:
@@ -545,7 +532,7 @@ class Placement:
         if isinstance(expr, cst.Name):
             sites = self.ctx.binding_sites.get(expr.value, [])
             if len(sites) == 1 and not isinstance(sites[0], cst.Param) and expr.value not in self.ctx.imported_names:
-                value = self._assigned_value(sites[0])
+                value = self.ctx.assigned_value(sites[0])
                 text = string_value(value)
                 return ("literal", text) if text is not None else ("name", expr.value) if value is not None else None
         return None
