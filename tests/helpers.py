@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,17 @@ def run_python(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess
     quiet = {"PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "PYTHONWARNINGS": "ignore"}
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, **quiet, **env}, timeout=240)
+
+
+# A golden fixture marks each expected finding on its line: `x.cuda()  # error: DL001` (or `DL001, DL004`).
+MARKER = re.compile(r"#\s*error:\s*(?P<codes>DL\d+(?:\s*,\s*DL\d+)*)")
+
+
+def expected_markers(source: str) -> set[tuple[int, str]]:
+    """(line, code) of every `# error: CODE` marker in `source`."""
+    expected = set()
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = MARKER.search(line)
+        if match:
+            expected |= {(number, code.strip()) for code in match.group("codes").split(",")}
+    return expected

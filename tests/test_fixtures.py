@@ -6,7 +6,6 @@ Every unmarked line of a fixture asserts "not flagged".
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 
 import libcst as cst
@@ -15,26 +14,17 @@ import pytest
 from devlint.config import Config
 from devlint.engine import fix_text, lint_text
 from devlint.report import finding_line
+from tests.helpers import expected_markers
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(p for p in FIXTURES.glob("DL*/*.py"))
-MARKER = re.compile(r"#\s*error:\s*(?P<codes>DL\d+(?:\s*,\s*DL\d+)*)")
-
-
-def _expected(source: str) -> set[tuple[int, str]]:
-    expected = set()
-    for number, line in enumerate(source.splitlines(), start=1):
-        match = MARKER.search(line)
-        if match:
-            expected |= {(number, code.strip()) for code in match.group("codes").split(",")}
-    return expected
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_markers_match_findings(path):
     source = path.read_text()
     found = {(f.start.line, f.code) for f in lint_text(source, Config(select=("ALL",)))}
-    assert found == _expected(source)
+    assert found == expected_markers(source)
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -8,7 +8,6 @@ processes, and exactness (a file that imports nothing from the project is checke
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
@@ -22,22 +21,12 @@ from devlint.model import Applicability
 from devlint.project import ProjectIndex, ProjectView, summarise_file
 from devlint.rules import ALL_RULES
 from devlint.rules._kinds import VOCABULARY
-from tests.helpers import count_checks
+from tests.helpers import count_checks, expected_markers
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "fixtures_project" / "multifile"
 CHECKED = [PROJECT / "pkg" / "train.py", PROJECT / "scripts" / "run.py"]
-MARKER = re.compile(r"#\s*error:\s*(?P<codes>DL\d+(?:\s*,\s*DL\d+)*)")
 ALL = Config(select=("ALL",))
-
-
-def _expected(source: str) -> set[tuple[int, str]]:
-    found = set()
-    for number, line in enumerate(source.splitlines(), start=1):
-        match = MARKER.search(line)
-        if match:
-            found |= {(number, code.strip()) for code in match.group("codes").split(",")}
-    return found
 
 
 def _check(path: Path, config: Config = ALL):
@@ -49,7 +38,7 @@ def _check(path: Path, config: Config = ALL):
 @pytest.mark.parametrize("path", CHECKED, ids=lambda p: str(p.relative_to(PROJECT)))
 def test_markers_match_findings_when_checked_alone(path):
     found = {(f.start.line, f.code) for f in _check(path).findings}
-    assert found == _expected(path.read_text())
+    assert found == expected_markers(path.read_text())
 
 
 def test_without_a_path_nothing_is_known_from_the_project():
