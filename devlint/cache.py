@@ -153,10 +153,11 @@ class ResultCache:
             self.entries.pop(key, None)
         return findings
 
-    def dependencies(self, key: str) -> dict[str, str]:
+    def dependencies(self, key: str) -> dict[str, str] | None:
         """The other project files (path -> content digest, devlint.project.digest) whose facts the
         entry's findings used (a class's bases, what a function returns): the entry holds only while
-        each still has that digest. Call after a successful `get`."""
+        each still has that digest; None for a damaged list (the entry is dropped). Call after a
+        successful `get`."""
         raw = self.entries.get(key)
         if type(raw) is list and len(raw) == 3:
             try:
@@ -166,7 +167,7 @@ class ResultCache:
             if type(found) is dict and all(type(k) is str and type(v) is str for k, v in found.items()):
                 return found
             self.entries.pop(key, None)
-            return {"": ""}  # (never a real path: a miss)
+            return None
         return {}
 
     def put(self, key: str, findings: list[Finding], dependencies: dict[str, str] | None = None) -> None:

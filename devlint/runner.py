@@ -123,8 +123,11 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
     return results  # type: ignore[return-value]
 
 
-def _unchanged(dependencies: dict[str, str], digests: dict[str, str | None]) -> bool:
-    """Do the other project files a cached result used (devlint.project) still hold what they held?"""
+def _unchanged(dependencies: dict[str, str] | None, digests: dict[str, str | None]) -> bool:
+    """Do the other project files a cached result used (devlint.project) still hold what they held?
+    (None: the entry's list of them is damaged, so no.)"""
+    if dependencies is None:
+        return False
     if not dependencies:
         return True
     from devlint.project import digest
