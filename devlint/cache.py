@@ -36,7 +36,8 @@ TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag " + _TAG_OWNER +
        b"# For information about cache directory tags, see https://bford.info/cachedir/\n")
 GITIGNORE = "# Automatically created by devlint.\n*\n"
 # The layout of a results file; part of its name, so that another layout is never read.
-FORMAT = 2
+# 3: keys hold the file's place; dependencies are devlint.depends observations.
+FORMAT = 3
 # What a cache folder written before the CACHEDIR.TAG held: it is recognised and adopted.
 _LEGACY_FILE = re.compile(r"results-[0-9a-f]{20}\.json|\.results-.*\.tmp")
 
@@ -77,6 +78,31 @@ def _is_legacy(directory: str) -> bool:
 
 def not_a_cache(directory: str) -> str:
     return f"{directory} is not a devlint cache (no {TAG_NAME} written by devlint)"
+
+
+def default_directory(paths: list[str], settings_file: str | None) -> str:
+    """Where the cache lives unless --cache-dir says: in the project root, as ruff puts .ruff_cache
+    beside the pyproject.toml it uses. That is the folder of the settings file in use; without one,
+    the nearest folder above the checked paths holding a pyproject.toml or .git; else the current
+    folder. Checking `src/` from inside `src/` then uses the same cache as checking it from the root."""
+    return os.path.join(project_root(paths, settings_file), CACHE_DIR_NAME)
+
+
+def project_root(paths: list[str], settings_file: str | None) -> str:
+    if settings_file is not None:
+        return os.path.dirname(os.path.abspath(settings_file))
+    try:
+        start = os.path.commonpath([os.path.abspath(p) for p in paths if p != "-"] or [os.getcwd()])
+    except ValueError:  # paths on different drives
+        return os.getcwd()
+    folder = start if os.path.isdir(start) else os.path.dirname(start)
+    while True:
+        if os.path.isfile(os.path.join(folder, "pyproject.toml")) or os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.getcwd()
+        folder = parent
 
 
 def kind(path: str) -> str:
@@ -137,8 +163,10 @@ class ResultCache:
                              "name a new folder with --cache-dir")
 
     @staticmethod
-    def key(data: bytes, codes: tuple[str, ...], kind: str) -> str:
-        head = f"{kind}\0{','.join(codes)}\0".encode("utf-8", "surrogatepass")
+    def key(data: bytes, codes: tuple[str, ...], kind: str, place: str) -> str:
+        """`place`: the file's absolute path (devlint.runner.place), which decides where its imports
+        resolve; `data`: the bytes that are checked, read once."""
+        head = f"{kind}\0{','.join(codes)}\0{place}\0".encode("utf-8", "surrogatepass")
         return hashlib.sha256(head + data).hexdigest()
 
     def get(self, key: str, codes: tuple[str, ...]) -> list[Finding] | None:
@@ -154,10 +182,10 @@ class ResultCache:
         return findings
 
     def dependencies(self, key: str) -> dict[str, str] | None:
-        """The other project files (path -> content digest, devlint.project.digest) whose facts the
-        entry's findings used (a class's bases, what a function returns): the entry holds only while
-        each still has that digest; None for a damaged list (the entry is dropped). Call after a
-        successful `get`."""
+        """What the entry's findings rest on besides the file's bytes (devlint.depends: the project
+        files whose facts they used, with their digests, and the paths looked for, found or not):
+        the entry holds only while each observation still holds; None for a damaged list (the
+        entry is dropped). Call after a successful `get`."""
         raw = self.entries.get(key)
         if type(raw) is list and len(raw) == 3:
             try:
@@ -194,6 +222,7 @@ class ResultCache:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     json.dump({"version": __version__, "format": FORMAT, "entries": entries}, handle,
                               separators=(",", ":"))
+                _usual_mode(tmp)
                 os.replace(tmp, self.path)
             except BaseException:
                 _remove_quietly(tmp)
@@ -246,10 +275,23 @@ def _write_atomically(directory: str, name: str, content: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
+        _usual_mode(tmp)
         os.replace(tmp, os.path.join(directory, name))
     except BaseException:
         _remove_quietly(tmp)
         raise
+
+
+def _usual_mode(path: str) -> None:
+    """Give a file made by mkstemp (always 0600) the mode any new file gets (0666 less the umask), as
+    the cache's other files and ruff's have: a cache shared by a team or a CI user stays readable."""
+    os.chmod(path, 0o666 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only portable way to read it is to set it: put it back at once
+    os.umask(mask)
+    return mask
 
 
 def _remove_quietly(path: str) -> None:

@@ -10,7 +10,7 @@ import click
 
 from devlint import __version__
 from devlint import settings
-from devlint.cache import CACHE_DIR_NAME, ResultCache, settings_key
+from devlint.cache import ResultCache, default_directory, settings_key
 from devlint.config import Config, ConfigError, FixOptions, split_codes, validate_codes
 from devlint.files import discover
 from devlint.source import decode, encode
@@ -118,7 +118,8 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
 
     try:
         discovered, results, cache = _run(paths, exclude, extend_exclude, file_settings.root, follow_links,
-                                          output_file, config, no_cache, cache_dir, jobs,
+                                          output_file, config, no_cache,
+                                          cache_dir or default_directory(paths, file_settings.path), jobs,
                                           write=(fix or add_noqa) and not diff, use_cache=not diff,
                                           force_exclude=force_exclude, level=level)
     except KeyboardInterrupt:
@@ -193,7 +194,7 @@ def _run(paths, exclude, extend_exclude, root, follow_links, output_file, config
         _say(level, DEFAULT, f"{path}: warning: {reason}")
     cache = None
     if not no_cache and use_cache:
-        cache = ResultCache(cache_dir or os.path.join(root, CACHE_DIR_NAME), settings_key(config))
+        cache = ResultCache(cache_dir, settings_key(config))
     # More workers than files or cores only costs forks (-j 3000 once started 2,400 processes).
     jobs = max(1, min(jobs or os.cpu_count() or 1, os.cpu_count() or 1, len(discovered.files) or 1))
     with _Progress(len(discovered.files), enabled=level >= DEFAULT):
@@ -389,10 +390,10 @@ def clean(cache_dir: str | None) -> None:
     from devlint.cache import is_cache_dir, not_a_cache
 
     try:
-        root = settings.resolve(["."], None, False).root
+        settings_file = settings.resolve(["."], None, False).path
     except ConfigError:
-        root = os.getcwd()
-    target = cache_dir or os.path.join(root, CACHE_DIR_NAME)
+        settings_file = None
+    target = cache_dir or default_directory(["."], settings_file)
     path = os.path.abspath(target)  # also drops a trailing slash, which would make a link look like its folder
     if os.path.islink(path):
         _fail(f"{target} is a symbolic link; not removed (remove the link, or clean the folder it points to)")

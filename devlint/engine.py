@@ -85,9 +85,10 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
         result.error = FileError(f"internal error: {type(exc).__name__}: {exc}", internal=True)
         return result
     result.findings = findings
-    if project is not None and project.used:
-        # The other files whose facts the findings rest on: the result cache checks them again.
-        result.dependencies = dict(project.used)
+    if project is not None and project.observed:
+        # What the findings rest on besides these bytes (files read, files looked for and not
+        # found: devlint.depends): the result cache checks each again.
+        result.dependencies = dict(project.observed)
     return result
 
 

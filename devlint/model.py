@@ -70,6 +70,6 @@ class FileResult:
     original_source: str | None = None
     added_noqa: int = 0
     notice: str | None = None  # skipped, not an error (e.g. over the size limit)
-    # Other project files whose facts the checks used (path: content digest): the result cache
-    # checks the file again when one of them changes.
+    # What the checks rested on besides the file's bytes (devlint.depends: files read, with their
+    # digests, and paths looked for, found or not): the result cache checks the file again when one changes.
     dependencies: dict[str, str] = field(default_factory=dict)

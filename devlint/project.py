@@ -24,26 +24,24 @@ Only the files a lookup needs are read, lazily, each parsed once per process (re
 modification time changes): a file checked alone (pre-commit, stdin, an editor) sees the same facts as
 in a whole-tree run, and each worker process builds its own index as it goes. The index is plain data
 (no LibCST); the kinds inference (devlint.rules._kinds) asks it through a `ProjectView`, which records
-the files (and the digests of the contents) whose facts the answers used: the result cache stores them
-with the file's result and checks the file again when one of them changes.
+the files (and the digests of the contents) whose facts the answers used, and everything it looked at
+on the way, found or not (devlint.depends): the result cache stores them with the file's result and
+checks the file again when one of them changes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
+
+from devlint import depends
+from devlint.depends import digest  # noqa: F401  (the digest dependencies are recorded with)
 
 # How many lookups may be in progress at once (re-exports, base classes, returns of returns).
 MAX_DEPTH = 40
 TENSOR, MODULE = "tensor", "module"
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 _ONLY_EXTERNAL = frozenset({"torch"})
-
-
-def digest(data: bytes) -> str:
-    """The content digest a dependency is recorded (and checked again) with."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 # -- what one file says, read with `ast` ---------------------------------------------------------------
@@ -284,104 +282,109 @@ class Ref:
 
 
 class ProjectIndex:
-    """Per process: file facts by path, read lazily, refreshed when a file's size or time changes."""
+    """Per process: file facts by path, read lazily, refreshed when a file's size or time changes.
+
+    Every method that looks at the disk takes `seen`, a ProjectView's record of what the answer
+    rested on (devlint.depends): each file read (its digest, or ABSENT) and each path asked about,
+    found or not, so that the result cache misses when any of them changes."""
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[tuple, FileFacts | None]] = {}
-        self._isfile: dict[str, bool] = {}
-        self._isdir: dict[str, bool] = {}
-        self._roots: dict[str, tuple[str, ...]] = {}
-        self._modules: dict[str, str | None] = {}
+        self._files: dict[str, tuple[tuple, FileFacts | None, str]] = {}
+        self._probes: dict[str, bool] = {}
 
-    def isfile(self, path: str) -> bool:
-        found = self._isfile.get(path)
+    def _holds(self, probe: str, path: str, seen: dict | None) -> bool:
+        name = f"{probe}:{path}"
+        found = self._probes.get(name)
         if found is None:
-            found = self._isfile[path] = os.path.isfile(path)
+            found = self._probes[name] = depends.holds(probe, path)
+        if seen is not None:
+            seen[name] = "1" if found else "0"
         return found
 
-    def isdir(self, path: str) -> bool:
-        found = self._isdir.get(path)
-        if found is None:
-            found = self._isdir[path] = os.path.isdir(path)
-        return found
+    def isfile(self, path: str, seen: dict | None = None) -> bool:
+        return self._holds(depends.IS_FILE, path, seen)
 
-    def facts(self, path: str) -> FileFacts | None:
-        try:
-            info = os.stat(path)
-        except OSError:
-            return None
-        stamp = (info.st_size, info.st_mtime_ns, info.st_ino)
-        known = self._files.get(path)
-        if known is not None and known[0] == stamp:
-            return known[1]
-        if info.st_size > 4 * 1024 * 1024:
-            facts = None
-        else:
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except OSError:
-                return None
-            facts = summarise_file(path, data, self.module_name(path))
-        self._files[path] = (stamp, facts)
+    def isdir(self, path: str, seen: dict | None = None) -> bool:
+        return self._holds(depends.IS_DIR, path, seen)
+
+    def exists(self, path: str, seen: dict | None = None) -> bool:
+        return self._holds(depends.EXISTS, path, seen)
+
+    def facts(self, path: str, seen: dict | None = None) -> FileFacts | None:
+        """The facts of the module file at `path`; None when it cannot be read (not a regular file,
+        over depends.READ_LIMIT, unreadable) or parsed."""
+        facts, observed = self._read(path)
+        if seen is not None:
+            seen[f"{depends.READ}:{path}"] = observed
         return facts
 
-    def module_name(self, path: str) -> str | None:
+    def _read(self, path: str) -> tuple[FileFacts | None, str]:
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return None, depends.ABSENT
+        stamp = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+        known = self._files.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1], known[2]
+        data, info = depends.read_regular(path)
+        if data is None:
+            return None, depends.ABSENT
+        facts = summarise_file(path, data, self.module_name(path))
+        observed = digest(data)
+        self._files[path] = ((info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode), facts, observed)
+        return facts, observed
+
+    def module_name(self, path: str, seen: dict | None = None) -> str | None:
         """`pkg.sub.models` for pkg/sub/models.py in packages (folders holding __init__.py)."""
-        folder = os.path.dirname(path)
-        if folder not in self._modules:
-            parts = []
-            current = folder
-            while self.isfile(os.path.join(current, "__init__.py")):
-                parts.append(os.path.basename(current))
-                parent = os.path.dirname(current)
-                if parent == current:
-                    break
-                current = parent
-            self._modules[folder] = ".".join(reversed(parts)) or None
-        package = self._modules[folder]
+        parts = []
+        current = os.path.dirname(path)
+        while self.isfile(os.path.join(current, "__init__.py"), seen):
+            parts.append(os.path.basename(current))
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        package = ".".join(reversed(parts)) or None
         stem = os.path.splitext(os.path.basename(path))[0]
         if stem == "__init__":
             return package
         return f"{package}.{stem}" if package else None
 
-    def search_roots(self, path: str) -> tuple[str, ...]:
+    def search_roots(self, path: str, seen: dict | None = None) -> tuple[str, ...]:
         """Where an absolute import in `path` is looked for."""
         folder = os.path.dirname(path)
-        found = self._roots.get(folder)
-        if found is None:
-            roots = []
-            top = folder
-            while self.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
-                top = os.path.dirname(top)
-            roots.append(top)
-            current = folder
-            while True:
-                if any(os.path.exists(os.path.join(current, marker)) for marker in _ROOT_MARKERS):
-                    roots += [current, os.path.join(current, "src")]
-                    break
-                parent = os.path.dirname(current)
-                if parent == current:
-                    break
-                current = parent
-            found = self._roots[folder] = tuple(dict.fromkeys(roots))
-        return found
+        roots = []
+        top = folder
+        while self.isfile(os.path.join(top, "__init__.py"), seen) and os.path.dirname(top) != top:
+            top = os.path.dirname(top)
+        roots.append(top)
+        current = folder
+        while True:
+            if any(self.exists(os.path.join(current, marker), seen) for marker in _ROOT_MARKERS):
+                roots += [current, os.path.join(current, "src")]
+                break
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        return tuple(dict.fromkeys(roots))
 
-    def locate(self, base: str, parts: list[str]) -> tuple[str | None, int]:
+    def locate(self, base: str, parts: list[str], seen: dict | None = None) -> tuple[str | None, int]:
         """(the module file the longest prefix of `parts` names under `base`, how many parts it took)."""
         current, module, taken = base, None, 0
         for part in parts:
             if not part:
                 break
             folder = os.path.join(current, part)
-            if self.isdir(folder) and (self.isfile(os.path.join(folder, "__init__.py"))
-                                       or not self.isfile(folder + ".py")):
+            if self.isdir(folder, seen) and (self.isfile(os.path.join(folder, "__init__.py"), seen)
+                                             or not self.isfile(folder + ".py", seen)):
                 current = folder
                 init = os.path.join(folder, "__init__.py")
-                module = init if self.isfile(init) else folder  # (a namespace package: a folder)
+                module = init if self.isfile(init, seen) else folder  # (a namespace package: a folder)
                 taken += 1
                 continue
-            if self.isfile(folder + ".py"):
+            if self.isfile(folder + ".py", seen):
                 return folder + ".py", taken + 1
             break
         return module, taken
@@ -412,6 +415,9 @@ class ProjectView:
         self.index = project or index()
         self.vocabulary = vocabulary
         self.used: dict[str, str] = {}  # path -> digest of the contents whose facts were used
+        # Everything the answers rested on, found or not (devlint.depends): the result's dependencies.
+        self.observed: dict[str, str] = {}
+        self._read: dict[str, FileFacts | None] = {}  # one version of each file per checked file
         self._active: set = set()
         self._memo: dict = {}
 
@@ -426,17 +432,17 @@ class ProjectView:
             base = os.path.dirname(origin)
             for _ in range(level - 1):
                 base = os.path.dirname(base)
-            module, taken = self.index.locate(base, parts)
+            module, taken = self.index.locate(base, parts, self.observed)
             if module is None and taken == 0:
                 init = os.path.join(base, "__init__.py")
-                module = init if self.index.isfile(init) else None
+                module = init if self.index.isfile(init, self.observed) else None
             if module is None:
                 return None
             return self._within(module, parts[taken:])
         if not parts or parts[0] in _ONLY_EXTERNAL:
             return ("external", qualified)
-        for root in self.index.search_roots(origin):
-            module, taken = self.index.locate(root, parts)
+        for root in self.index.search_roots(origin, self.observed):
+            module, taken = self.index.locate(root, parts, self.observed)
             if module is not None and taken:
                 return self._within(module, parts[taken:])
         return ("external", qualified)
@@ -444,7 +450,7 @@ class ProjectView:
     def _within(self, module: str, rest: list[str]):
         if not module.endswith(".py"):
             return None  # (a namespace package's attribute: unknown)
-        name = self.index.module_name(module)
+        name = self.index.module_name(module, self.observed)
         if name is not None and name.split(".")[0] in _ONLY_EXTERNAL:
             return ("external", ".".join([name, *rest]))  # (files of torch itself)
         ref = Ref(module)
@@ -466,7 +472,12 @@ class ProjectView:
         return None
 
     def _facts(self, path: str) -> FileFacts | None:
-        facts = self.index.facts(path)
+        if path in self._read:
+            facts = self._read[path]
+        else:
+            # The checked file's own facts are recorded too: the index reads it from the disk,
+            # which may hold other bytes than the ones checked.
+            facts = self._read[path] = self.index.facts(path, self.observed)
         if facts is not None and path != self.path:
             self.used[path] = facts.digest
         return facts
@@ -481,7 +492,7 @@ class ProjectView:
             return Ref(path, name)
         if os.path.basename(path) == "__init__.py":  # a submodule of the package
             folder = os.path.dirname(path)
-            module, taken = self.index.locate(folder, [name])
+            module, taken = self.index.locate(folder, [name], self.observed)
             if module is not None and taken == 1:
                 return self._within(module, [])
         for star in facts.star_imports:

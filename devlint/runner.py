@@ -28,7 +28,10 @@ def _mp_context():
 
 
 def read(path: str, config: Config) -> tuple[bytes | None, FileResult | None]:
-    """The file's bytes, or a result saying why it is not checked."""
+    """The file's bytes, or a result saying why it is not checked. A run reads each file once: these
+    bytes are the ones hashed for the cache key, checked, and compared before a fix is written.
+    Only a regular file is opened (a FIFO swapped in meanwhile is refused, never waited on), and no
+    more than the size limit is read from one that grows."""
     try:
         info = os.stat(path)
         if stat.S_ISDIR(info.st_mode):
@@ -36,12 +39,24 @@ def read(path: str, config: Config) -> tuple[bytes | None, FileResult | None]:
         if not stat.S_ISREG(info.st_mode):
             return None, FileResult(path, error=FileError("not a regular file"))
         if info.st_size > config.max_file_size:
-            return None, FileResult(path, notice=f"skipped: {info.st_size} bytes is over the size limit "
-                                                 f"({config.max_file_size}; see --max-file-size)")
-        with open(path, "rb") as handle:
-            return handle.read(), None
+            return None, _too_big(path, info.st_size, config)
+        with os.fdopen(os.open(path, _READ_FLAGS), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None, FileResult(path, error=FileError("not a regular file"))
+            data = handle.read(config.max_file_size + 1)
+        if len(data) > config.max_file_size:
+            return None, _too_big(path, len(data), config)
+        return data, None
     except OSError as exc:
         return None, FileResult(path, error=FileError(f"cannot read: {exc.strerror or exc}"))
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _too_big(path: str, size: int, config: Config) -> FileResult:
+    return FileResult(path, notice=f"skipped: {size} bytes is over the size limit "
+                                   f"({config.max_file_size}; see --max-file-size)")
 
 
 def check_file(path: str, config: Config, *, write: bool, data: bytes | None = None) -> FileResult:
@@ -78,13 +93,18 @@ def _not_written(result: FileResult, data: bytes, config: Config, message: str) 
 
 def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
                 cache: ResultCache | None = None) -> list[FileResult]:
-    """Results in the order of `paths`, whatever order the workers finish in."""
+    """Results in the order of `paths`, whatever order the workers finish in.
+
+    With a cache, each file is read once: the bytes hashed for its key are the bytes checked (and
+    fixed), so an entry always describes the bytes of its key, whatever edits happen during the run."""
+    from devlint.depends import unchanged
     from devlint.source import SourceError
 
     results: list[FileResult | None] = [None] * len(paths)
     keys: dict[int, str] = {}
     todo: list[int] = []
-    digests: dict[str, str | None] = {}  # the other files cached results depend on, read once per run
+    read_once: dict[int, bytes] = {}
+    seen: dict[str, str | None] = {}  # what the dependencies of cached results hold, looked at once per run
     for index, path in enumerate(paths):
         if cache is None:
             todo.append(index)
@@ -94,54 +114,44 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
             results[index] = problem
             continue
         codes = config.codes_for(path)
-        keys[index] = cache.key(data, codes, cache.kind(path))
+        keys[index] = cache.key(data, codes, cache.kind(path), place(path))
         cached = cache.get(keys[index], codes)
         # --add-noqa writes a directive for every finding, whatever its fix: only a file the cache
         # knows to have none is not checked.
         if cached is not None and not (write and _has_applicable_fix(cached, config)) \
-                and not (config.add_noqa and cached) and _unchanged(cache.dependencies(keys[index]), digests):
+                and not (config.add_noqa and cached) and unchanged(cache.dependencies(keys[index]), seen):
             try:
                 # The source is kept for the formats that quote it (full, gitlab).
                 source = decode(data).text if cached else None
             except SourceError:  # such bytes were never cached by devlint: a forged entry
                 todo.append(index)
+                read_once[index] = data
                 continue
             results[index] = FileResult(path, findings=cached, original_source=source)
         else:
             todo.append(index)
+            read_once[index] = data
 
     todo_paths = [paths[i] for i in todo]
+    todo_data = [read_once.get(i) for i in todo]
+    read_once.clear()
     if jobs > 1 and len(todo) >= MIN_FILES_FOR_WORKERS:
-        fresh = _in_workers(todo_paths, config, write, jobs)
+        fresh = _in_workers(todo_paths, config, write, jobs, todo_data)
     else:
-        fresh = [check_file(p, config, write=write) for p in todo_paths]
+        fresh = [check_file(p, config, write=write, data=d) for p, d in zip(todo_paths, todo_data)]
     for index, result in zip(todo, fresh):
         results[index] = result
+        # A result with fixes applied describes other bytes than the key's: never stored.
         if cache is not None and index in keys and result.error is None and result.fixed_source is None \
                 and result.notice is None and not config.add_noqa:
             cache.put(keys[index], result.findings, result.dependencies or None)
     return results  # type: ignore[return-value]
 
 
-def _unchanged(dependencies: dict[str, str] | None, digests: dict[str, str | None]) -> bool:
-    """Do the other project files a cached result used (devlint.project) still hold what they held?
-    (None: the entry's list of them is damaged, so no.)"""
-    if dependencies is None:
-        return False
-    if not dependencies:
-        return True
-    from devlint.project import digest
-
-    for path, expected in dependencies.items():
-        if path not in digests:
-            try:
-                with open(path, "rb") as handle:
-                    digests[path] = digest(handle.read())
-            except OSError:
-                digests[path] = None
-        if digests[path] != expected:
-            return False
-    return True
+def place(path: str) -> str:
+    """Where the file is, as the project index resolves its imports from (devlint.project): two files
+    with the same bytes in two folders may import different things, so they have different keys."""
+    return os.path.abspath(path)
 
 
 def _has_applicable_fix(findings, config: Config) -> bool:
@@ -154,12 +164,13 @@ def _has_applicable_fix(findings, config: Config) -> bool:
 _stop = None
 
 
-def _check_chunk(paths: list[str], config: Config, write: bool) -> list[FileResult]:
+def _check_chunk(paths: list[str], config: Config, write: bool, data: list | None = None) -> list[FileResult]:
+    """`data`: the bytes the parent read for each path (None: read them here)."""
     results = []
-    for path in paths:
+    for path, read_once in zip(paths, data or [None] * len(paths)):
         if _stop is not None and _stop.is_set():
             break  # devlint is gone: nobody reads these results
-        results.append(check_file(path, config, write=write))
+        results.append(check_file(path, config, write=write, data=read_once))
     return results
 
 
@@ -192,9 +203,11 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> list[FileResult]:
-    """Check `paths` in `jobs` worker processes. Ctrl-C (KeyboardInterrupt) is raised at once: the
-    queued files are dropped and the workers stop after the file in hand."""
+def _in_workers(paths: list[str], config: Config, write: bool, jobs: int,
+                data: list | None = None) -> list[FileResult]:
+    """Check `paths` (whose bytes are `data`, when the parent read them) in `jobs` worker processes.
+    Ctrl-C (KeyboardInterrupt) is raised at once: the queued files are dropped and the workers stop
+    after the file in hand."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -213,7 +226,8 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> lis
     pool_options = {"mp_context": context, "initializer": _start_worker, "initargs": (os.getpid(), stop)}
     pool = ProcessPoolExecutor(jobs, **pool_options)
     try:
-        futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write): chunk for chunk in chunks}
+        futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write, _part(data, chunk)): chunk
+                   for chunk in chunks}
         for future in as_completed(futures):
             try:
                 results.update(zip(futures[future], future.result()))
@@ -231,8 +245,13 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int) -> lis
     for index in sorted(suspects):
         try:
             with ProcessPoolExecutor(1, **pool_options) as pool:
-                results[index] = pool.submit(_check_chunk, [paths[index]], config, write).result()[0]
+                results[index] = pool.submit(_check_chunk, [paths[index]], config, write,
+                                             _part(data, [index])).result()[0]
         except BrokenProcessPool:
             results[index] = FileResult(paths[index], error=FileError(
                 "internal error: the worker process died while checking this file", internal=True))
     return [results[i] for i in range(len(paths))]
+
+
+def _part(data: list | None, indexes: list[int]) -> list | None:
+    return None if data is None else [data[i] for i in indexes]

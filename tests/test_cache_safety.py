@@ -207,7 +207,7 @@ def test_a_notebook_with_the_bytes_of_a_python_file_gets_its_own_result(tmp_path
 
 def test_the_key_differs_by_kind_of_file():
     data, codes = BUGGY.encode(), ("DL001",)
-    keys = {ResultCache.key(data, codes, kind) for kind in (".py", ".pyi", ".ipynb")}
+    keys = {ResultCache.key(data, codes, kind, "/p/a") for kind in (".py", ".pyi", ".ipynb")}
     assert len(keys) == 3
 
 
