@@ -401,6 +401,14 @@ def index() -> ProjectIndex:
     return _INDEX
 
 
+def forget_probes() -> None:
+    """Start a run seeing the disk as it is now: which files exist is remembered for one run only
+    (a process that runs devlint twice, a test or an editor, would otherwise answer from the first
+    run's disk). Facts stay: they are read again when a file's size or time changes."""
+    if _INDEX is not None:
+        _INDEX._probes.clear()
+
+
 class ProjectView:
     """What one checked file may ask the index; records the files whose facts answered.
 

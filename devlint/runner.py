@@ -100,6 +100,9 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
     from devlint.depends import unchanged
     from devlint.source import SourceError
 
+    project = sys.modules.get("devlint.project")  # (not imported by a fully cached run)
+    if project is not None:
+        project.forget_probes()
     results: list[FileResult | None] = [None] * len(paths)
     keys: dict[int, str] = {}
     todo: list[int] = []
