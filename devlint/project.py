@@ -331,7 +331,7 @@ class ProjectIndex:
         if data is None:
             return None, depends.ABSENT
         facts = summarise_file(path, data, self.module_name(path))
-        observed = digest(data)
+        observed = facts.digest if facts is not None else digest(data)  # (a syntax error: still these bytes)
         self._files[path] = ((info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode), facts, observed)
         return facts, observed
 

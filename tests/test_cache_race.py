@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import cache_race  # noqa: E402
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_no_stale_result_when_files_change_during_and_between_runs(seed, tmp_path):
     counts = cache_race.race(seed, rounds=6, folder=tmp_path)
     assert counts.compared > 0 and counts.edits > 0
