@@ -166,6 +166,18 @@ def test_a_new_package_that_shadows_a_module_is_a_miss(project):
     assert cached == fresh
 
 
+def test_a_module_created_earlier_in_the_search_order_is_a_miss(project):
+    """`import data` from scripts/train.py finds src/data.py (the project's src/) until a data.py
+    appears in scripts/, which Python looks in first."""
+    write(project / "scripts" / "train.py", TRAIN)
+    write(project / "src" / "data.py", MODULE_DATA)
+    assert cached_and_fresh(project, "scripts/train.py") == ([], [])
+    write(project / "scripts" / "data.py", TENSOR_DATA)
+    cached, fresh = cached_and_fresh(project, "scripts/train.py")
+    assert fresh == [("scripts/train.py", "DL003")]
+    assert cached == fresh
+
+
 def test_a_new_project_root_marker_is_a_miss(project):
     """`import data` from pkg/train.py is looked for in the project root: a new pyproject.toml in a
     folder between them moves the root."""
