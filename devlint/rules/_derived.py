@@ -14,7 +14,8 @@ here answers "proven" or gives the reason why not, for the display-only title; w
   with N > 0, an attribute or a call devlint cannot see into.
 - `on_run_device`: an expression whose tensor is on the run's device: `.cuda()` (no index or 0),
   `.to(d)`/`torch.<factory>(..., device=d)` with `d` `"cuda"`, `"cuda:0"`, 0 or a `run_device_value`,
-  placement-keeping methods of such (`.float()`, `.view(...)`), a name whose last binding is such.
+  placement-keeping methods of such (`.float()`, `.view(...)`), arithmetic of such (and numbers), a
+  name whose last binding is such.
 - `untouched`: no reference of a binding (or of the name its value was moved from: `.cuda()` of a
   tensor already there returns the same object) may move the tensor in place before the use: an
   attribute assignment (`y.data = y.data.cpu()`), `set_`, an alias (`w = y`), or a call that could do
@@ -133,9 +134,38 @@ def not_run_device_reason(ctx: FileContext, value: cst.BaseExpression) -> str:
         return "the CPU, not the GPU `.cuda()` uses"
     if any(t.startswith("cuda:") and t not in _CUDA_LITERALS for t in literals):
         return "another GPU than the one `.cuda()` uses"
-    if isinstance(value, cst.IfExp):
+    inner = value.args[0].value if isinstance(value, cst.Call) and len(value.args) == 1 else value
+    if isinstance(inner, cst.IfExp):
         return "a choice that does not depend only on `torch.cuda.is_available()`: it may be the CPU on a GPU machine"
     return "not provably the GPU `.cuda()` uses (it may be the CPU)"
+
+
+def may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Looser than `run_device_value`, for an unsafe fix: a parameter (not `*d`/`**d`) without a default
+    or with a default that may be the run's device, or a name bound to something device-like
+    (`torch.device(...)`, a conditional, `args.device`, a call named for a device); never one whose
+    device literals are all other than `"cuda"`/`"cuda:0"` (`torch.device("cpu")`, `"cuda:1"`)."""
+    parent = ctx.parent(node)
+    if isinstance(node, cst.Param):
+        if isinstance(parent, cst.Parameters) and node in (parent.star_arg, parent.star_kwarg):
+            return False
+        return node.default is None or _device_like(ctx, node.default)
+    value = ctx.assigned_value(node) if isinstance(node, cst.Name) else None
+    return value is not None and _device_like(ctx, value)
+
+
+def _device_like(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    literals = [t.strip().lower() for t in (string_value(s) for s in _strings(value)) if t is not None]
+    if any(t.startswith("cuda") and t not in _CUDA_LITERALS for t in literals):
+        return False  # another GPU
+    if literals and not any(t in _CUDA_LITERALS for t in literals):
+        return False  # the CPU (or another kind of device)
+    if isinstance(value, cst.IfExp):
+        return True
+    if isinstance(value, cst.Call):
+        name = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
+        return name in ("device", "current_accelerator", "get_device", "select_device") or "device" in name.lower()
+    return isinstance(value, cst.Attribute) and value.attr.value in ("device", "DEVICE")
 
 
 def _strings(node: cst.CSTNode):
@@ -175,7 +205,11 @@ def on_run_device(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
         return False
     if isinstance(expr, cst.Name):
         last = last_binding(ctx, expr)
-        return last is not None and on_run_device(ctx, ctx.assigned_value(last.node), depth + 1)
+        return (last is not None and untouched(ctx, expr, last)
+                and on_run_device(ctx, ctx.assigned_value(last.node), depth + 1))
+    if isinstance(expr, cst.BinaryOperation):  # `a + b` of tensors there, or of one and a number
+        operands = [e for e in (expr.left, expr.right) if not isinstance(e, (cst.Integer, cst.Float))]
+        return bool(operands) and all(on_run_device(ctx, e, depth + 1) for e in operands)
     if not isinstance(expr, cst.Call):
         return False
     func = expr.func

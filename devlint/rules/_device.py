@@ -411,12 +411,9 @@ def proven_on_device(ctx: FileContext, name: cst.Name) -> bool:
     """Is `name`, where it is read, a tensor (by its kind: not a model's output that may be a float, not
     a container with its own `.cuda()`) bound by an assignment that certainly ran, of a value proven on
     the run's device, and not moved in place since (`y.data = y.data.cpu()`)?"""
-    from devlint.rules._derived import is_tensor, last_binding, on_run_device, untouched
+    from devlint.rules._derived import is_tensor, on_run_device
 
-    if not is_tensor(ctx, name):
-        return False
-    last = last_binding(ctx, name)
-    return last is not None and on_run_device(ctx, ctx.assigned_value(last.node)) and untouched(ctx, name, last)
+    return is_tensor(ctx, name) and on_run_device(ctx, name)
 
 
 def _combines(ctx: FileContext, call: cst.Call) -> bool:
@@ -975,8 +972,20 @@ _UNBOUND = "unbound"  # nothing binds the name where the fix writes it
 _MODULE_MAYBE = "module-maybe"  # only module-level device assignments that may not have run there
 
 
-def _reuse(ctx: FileContext, node: cst.CSTNode, name: str):
-    """(name, False) when `name` is certainly a bound device at `node`, else None, _UNBOUND or _MODULE_MAYBE."""
+def unproven_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str] | None:
+    """(name, why a fix that writes it is unsafe) where the configured name is certainly bound at `node`
+    to what may be the device `.cuda()` used, but is not proven to be (`_derived.may_be_run_device`:
+    a parameter, `args.device`, `torch.device(name)`, ...; not `None`, the CPU or `cuda:N` with N > 0).
+    For a rule to offer an unsafe fix where `device_reference`/`device_source` offer none."""
+    name = ctx.options.device_name
+    if _reuse(ctx, node, name) is not None or not isinstance(_reuse(ctx, node, name, loose=True), tuple):
+        return None
+    return name, _reuse_failure(ctx, node, name)
+
+
+def _reuse(ctx: FileContext, node: cst.CSTNode, name: str, loose: bool = False):
+    """(name, False) when `name` is certainly a bound device at `node`, else None, _UNBOUND or _MODULE_MAYBE.
+    `loose`: a binding that may be the run's device counts (`unproven_reference`)."""
     if not ctx.binds(name) or not _may_be_visible(ctx, node, name):
         return _UNBOUND  # nothing binds it in reach
     if _declared_later(ctx, node, name):
@@ -989,7 +998,13 @@ def _reuse(ctx: FileContext, node: cst.CSTNode, name: str):
     assignments = ctx.bindings(node, name)
     if not assignments:
         return _UNBOUND  # a builtin
-    if not all(_is_device_binding(ctx, a) for a in assignments) or _deleted(ctx, node, name):
+    if loose:
+        from devlint.rules._derived import may_be_run_device
+
+        proven = all(may_be_run_device(ctx, a.node) for a in assignments)
+    else:
+        proven = all(_is_device_binding(ctx, a) for a in assignments)
+    if not proven or _deleted(ctx, node, name):
         return None
     if any(_dominates(ctx, a, node) for a in assignments):
         return (name, False)

@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_failure, device_reference
+from devlint.rules._device import device_failure, device_reference, unproven_reference
 from devlint.rules._kinds import MODULE
 from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
@@ -242,15 +242,22 @@ class TorchLoadWithoutMapLocation(Rule):
         if choice == "auto":
             choice = "cpu" if "cpu" in keeps or self._cpu_data(call) else "device"
         applicability = Applicability.SAFE if choice in keeps else Applicability.UNSAFE
-        needs_definition = False
+        needs_definition, caveat = False, None
         if choice == "cpu":
             value = '"cpu"'
         else:
-            reference = device_reference(self.ctx, call)
+            reference, caveat = device_reference(self.ctx, call), None
             if reference is None:
-                return self.display_only(f'Add `map_location="cpu"` or a torch.device ({device_failure(self.ctx, call)})')
+                unproven = unproven_reference(self.ctx, call)
+                if unproven is None:
+                    return self.display_only(
+                        f'Add `map_location="cpu"` or a torch.device ({device_failure(self.ctx, call)})')
+                reference, caveat = (unproven[0], False), unproven[1]
             value, needs_definition = reference
         title = f"Add `map_location={value}`"
+        if caveat is not None:
+            applicability = Applicability.UNSAFE
+            title += f" ({caveat})"
         if given is not None:
             edit = self.replace(given.value, value)
         else:
