@@ -97,7 +97,7 @@ out = Runner(torch.device("cpu")).step(torch.ones(2))
 print("s2", out.tolist(), out.is_cuda == torch.cuda.is_available())
 '''
 
-# S2: another GPU than the one `.cuda()` uses (an invalid ordinal on a one-GPU machine).
+# S2: another GPU than the one this code used (an invalid ordinal on a one-GPU machine).
 S2_OTHER_GPU = '''
 import torch
 
@@ -285,15 +285,32 @@ def test_why_self_device_is_not_offered(source, reason):
     assert reason in self_device_failure(ctx, cls, init, first, "device")
 
 
-@pytest.mark.parametrize("source, reason", [
-    (S2_CPU_NAME, '`device` is bound to `torch.device("cpu")` (line 3): the CPU, not the GPU `.cuda()` uses'),
-    (S2_CPU_PARAMETER, "`device` is a parameter (line 4): a caller may pass the CPU, not the GPU `.cuda()` uses"),
-])
-def test_an_existing_device_that_may_be_the_cpu_is_not_reused(source, reason):
-    [finding] = lint(source.lstrip(), "DL001")
+def test_an_existing_device_that_is_the_cpu_is_not_reused():
+    [finding] = lint(S2_CPU_NAME.lstrip(), "DL001")
     assert finding.fix.applicability is Applicability.DISPLAY_ONLY
+    assert '`device` is bound to `torch.device("cpu")` (line 3): the CPU, where this code used the GPU' in (
+        finding.fix.title)
+    assert fix(S2_CPU_NAME.lstrip(), "DL001", unsafe=True) == S2_CPU_NAME.lstrip()
+
+
+@pytest.mark.parametrize("head, reason", [
+    ("def step(x, device):\n", "`device` is a parameter (line 3): a caller may pass the CPU, where this code used the GPU"),
+    ("def step(x, device=torch.device('cuda')):\n", "`device` is a parameter with the default `torch.device('cuda')`"),
+    ("def step(x, args):\n    device = args.device\n", "`device` is bound to `args.device` (line 4): not provably"),
+    ("def step(x, args):\n    device = torch.device('cuda' if args.cuda else 'cpu')\n",
+     "a choice that does not depend only on `torch.cuda.is_available()`"),
+])
+def test_a_device_that_may_be_the_cpu_is_reused_only_by_an_unsafe_fix(head, reason):
+    source = f"import torch\n\n{head}    return x.cuda() * 2\n"
+    [finding] = lint(source, "DL001")
+    assert finding.fix.applicability is Applicability.UNSAFE
     assert reason in finding.fix.title
-    assert fix(source.lstrip(), "DL001") == source.lstrip()
+    assert fix(source, "DL001") == source
+    assert "return x.to(device) * 2" in fix(source, "DL001", unsafe=True)
+
+
+def test_the_s2_parameter_reproducer_is_not_fixed_safely():
+    assert fix(S2_CPU_PARAMETER.lstrip(), "ALL") == S2_CPU_PARAMETER.lstrip()
 
 
 @pytest.mark.parametrize("source", [S3_FLOAT, S3_CONTAINER, S3_MOVED], ids=["float", "container", "moved"])

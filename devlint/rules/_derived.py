@@ -131,13 +131,13 @@ def not_run_device_reason(ctx: FileContext, value: cst.BaseExpression) -> str:
     literals = [string_value(s) for s in _strings(value)]
     literals = [t.strip().lower() for t in literals if t is not None]
     if literals and all(t.startswith("cpu") for t in literals):
-        return "the CPU, not the GPU `.cuda()` uses"
+        return "the CPU, where this code used the GPU"
     if any(t.startswith("cuda:") and t not in _CUDA_LITERALS for t in literals):
-        return "another GPU than the one `.cuda()` uses"
+        return "another GPU than the one this code used"
     inner = value.args[0].value if isinstance(value, cst.Call) and len(value.args) == 1 else value
     if isinstance(inner, cst.IfExp):
         return "a choice that does not depend only on `torch.cuda.is_available()`: it may be the CPU on a GPU machine"
-    return "not provably the GPU `.cuda()` uses (it may be the CPU)"
+    return "not provably the GPU this code used (it may be the CPU)"
 
 
 def may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:

@@ -202,8 +202,8 @@ def _not_a_device(ctx: FileContext, assignment, name: str) -> str:
             return f"`{name}` is a parameter whose default is None{line}: not known to be a device"
         if node.default is not None:
             return (f"`{name}` is a parameter with the default `{_short(ctx, node.default)}`{line}: a caller may "
-                    "pass the CPU, not the GPU `.cuda()` uses")
-        return f"`{name}` is a parameter{line}: a caller may pass the CPU, not the GPU `.cuda()` uses"
+                    "pass the CPU, where this code used the GPU")
+        return f"`{name}` is a parameter{line}: a caller may pass the CPU, where this code used the GPU"
     parent = ctx.parent(node)
     statement = ctx.parent(parent) if isinstance(parent, cst.AssignTarget) else parent
     value = ctx.assigned_value(node)

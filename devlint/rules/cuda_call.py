@@ -61,7 +61,7 @@ class CudaCall(Rule):
     `Module.to` does not (a plain tensor attribute), and the program then mixes devices on the GPU. It
     is unsafe, with the reason in its title, where the device written may be the run's device but is not
     proven to be: a `device` parameter ("(`device` is a parameter (line 2): a caller may pass the CPU,
-    not the GPU `.cuda()` uses)"), `device = args.device`, `torch.device(name)`. With
+    where this code used the GPU)"), `device = args.device`, `torch.device(name)`. With
     `*args`/`**kwargs`, where `device` names something that is not a device, or where it may be
     unbound at the call and no definition can help (a local bound only on one branch, a `del device`),
     the fix is **display-only**, and its title says which: e.g. "(`device` is a parameter whose default
