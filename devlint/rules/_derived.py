@@ -154,8 +154,23 @@ def may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:
     return value is not None and _device_like(ctx, value)
 
 
-def _device_like(ctx: FileContext, value: cst.BaseExpression) -> bool:
+def holds_a_device(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """A binding that holds some device, maybe not the run's (`torch.device("cpu")` does): a parameter
+    (not `*d`/`**d`) without a default or with a device-like default, or a device-like value. A name
+    bound to anything else (a string, a number, a function) is never written for a device."""
+    parent = ctx.parent(node)
+    if isinstance(node, cst.Param):
+        if isinstance(parent, cst.Parameters) and node in (parent.star_arg, parent.star_kwarg):
+            return False
+        return node.default is None or _device_like(ctx, node.default)
+    value = ctx.assigned_value(node) if isinstance(node, cst.Name) else None
+    return value is not None and _device_like(ctx, value, any_device=True)
+
+
+def _device_like(ctx: FileContext, value: cst.BaseExpression, any_device: bool = False) -> bool:
     literals = [t.strip().lower() for t in (string_value(s) for s in _strings(value)) if t is not None]
+    if any_device:
+        literals = []
     if any(t.startswith("cuda") and t not in _CUDA_LITERALS for t in literals):
         return False  # another GPU
     if literals and not any(t in _CUDA_LITERALS for t in literals):

@@ -169,7 +169,9 @@ def _reuse_failure(ctx: FileContext, node: cst.CSTNode, name: str) -> str:
         return f"the scope of `{name}` here is unknown"
     # in the file's order: the scope's bindings come in no fixed order, and the message names one
     assignments = sorted(ctx.bindings(node, name), key=lambda a: _source_order(ctx, a.node))
-    for assignment in assignments:
+    from devlint.rules._derived import holds_a_device
+
+    for assignment in sorted(assignments, key=lambda a: holds_a_device(ctx, a.node)):  # (stable: file order)
         if not _is_device_binding(ctx, assignment):
             return _not_a_device(ctx, assignment, name)
     if _deleted(ctx, node, name):
@@ -985,7 +987,9 @@ def unproven_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str] |
 
 def _reuse(ctx: FileContext, node: cst.CSTNode, name: str, loose: bool = False):
     """(name, False) when `name` is certainly a bound device at `node`, else None, _UNBOUND or _MODULE_MAYBE.
-    `loose`: a binding that may be the run's device counts (`unproven_reference`)."""
+    `loose`: a binding that may be the run's device counts (`unproven_reference`). Module-level bindings
+    that may not have run (`_MODULE_MAYBE`) need only hold a device: the definition the fixer then
+    writes is the run's device (what a later module-level rebinding does is the placement's concern)."""
     if not ctx.binds(name) or not _may_be_visible(ctx, node, name):
         return _UNBOUND  # nothing binds it in reach
     if _declared_later(ctx, node, name):
@@ -998,16 +1002,14 @@ def _reuse(ctx: FileContext, node: cst.CSTNode, name: str, loose: bool = False):
     assignments = ctx.bindings(node, name)
     if not assignments:
         return _UNBOUND  # a builtin
-    if loose:
-        from devlint.rules._derived import may_be_run_device
+    from devlint.rules._derived import holds_a_device, may_be_run_device
 
-        proven = all(may_be_run_device(ctx, a.node) for a in assignments)
-    else:
-        proven = all(_is_device_binding(ctx, a) for a in assignments)
-    if not proven or _deleted(ctx, node, name):
+    if not all(holds_a_device(ctx, a.node) for a in assignments) or _deleted(ctx, node, name):
         return None
     if any(_dominates(ctx, a, node) for a in assignments):
-        return (name, False)
+        # reused only where every binding that may reach here is the run's device (`loose`: may be)
+        proven = (lambda a: may_be_run_device(ctx, a.node)) if loose else (lambda a: _is_device_binding(ctx, a))
+        return (name, False) if all(proven(a) for a in assignments) else None
     if all(a.scope is scope.globals for a in assignments):
         return _MODULE_MAYBE
     return None  # a local (or an enclosing function's) binding that may not have run: no global helps

@@ -242,22 +242,19 @@ class TorchLoadWithoutMapLocation(Rule):
         if choice == "auto":
             choice = "cpu" if "cpu" in keeps or self._cpu_data(call) else "device"
         applicability = Applicability.SAFE if choice in keeps else Applicability.UNSAFE
-        needs_definition, caveat = False, None
+        needs_definition = False
         if choice == "cpu":
             value = '"cpu"'
         else:
-            reference, caveat = device_reference(self.ctx, call), None
+            # A device not proven to be the run's (a parameter) is fine here: the fix is safe only where
+            # `keeps` found that where the load puts the values does not matter, and unsafe anyway otherwise.
+            reference = device_reference(self.ctx, call)
+            if reference is None and (unproven := unproven_reference(self.ctx, call)) is not None:
+                reference = (unproven[0], False)
             if reference is None:
-                unproven = unproven_reference(self.ctx, call)
-                if unproven is None:
-                    return self.display_only(
-                        f'Add `map_location="cpu"` or a torch.device ({device_failure(self.ctx, call)})')
-                reference, caveat = (unproven[0], False), unproven[1]
+                return self.display_only(f'Add `map_location="cpu"` or a torch.device ({device_failure(self.ctx, call)})')
             value, needs_definition = reference
         title = f"Add `map_location={value}`"
-        if caveat is not None:
-            applicability = Applicability.UNSAFE
-            title += f" ({caveat})"
         if given is not None:
             edit = self.replace(given.value, value)
         else:
