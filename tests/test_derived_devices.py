@@ -321,6 +321,21 @@ def test_y_device_is_not_derived_from_what_may_not_be_a_tensor_on_the_device(sou
     assert "Replace `.cuda()` with `.to(device)`" in _safe_dl001(source.lstrip())
 
 
+@pytest.mark.parametrize("tail, reason", [
+    ("    return Runner\n", "the class `Runner` leaves its function, where another file may subclass it"),
+    ("    runners.append(Runner)\n    return Runner()\n", "leaves its function"),
+])
+def test_a_local_class_that_leaves_its_function_does_not_offer_self_device(tail, reason):
+    source = (f"import torch\ndef build(runners):\n    class Runner:\n        def __init__(self):\n"
+              f"            self.device = {RUN_DEVICE}\n        def step(self, x):\n            return x.cuda()\n{tail}")
+    assert "self.device)" not in fix(source, "DL001")
+    ctx = FileContext(cst.parse_module(source))
+    cls = ctx.nodes(cst.ClassDef)[0]
+    init = next(f for f in ctx.nodes(cst.FunctionDef) if f.name.value == "__init__")
+    assert reason in self_device_failure(ctx, cls, init, init.body.body[0], "device")
+    assert "return x.to(self.device)" in fix(source.replace(tail, "    return Runner()\n"), "DL001")
+
+
 def test_proven_derivations_are_still_made():
     fixed = fix(PROVEN.lstrip(), "DL00")
     assert "return x.to(self.device) * 3" in fixed

@@ -403,7 +403,7 @@ RUN_DEVICE = "torch.device('cuda' if torch.cuda.is_available() else 'cpu')"
 ])
 def test_self_device_is_offered_only_when_the_class_sets_it_from_a_device(init, other, expected):
     source = (f"import torch\ndef build(args):\n    class R:\n        def __init__(self):\n            {init}\n{other}"
-              "        def step(self, x):\n            return x.cuda()\n    return R\n")
+              "        def step(self, x):\n            return x.cuda()\n    return R()\n")
     source_answer, reference_answer = _source_at_cuda_call(source)
     assert source_answer == expected
     assert reference_answer == ("device", True)  # old callers get names only
@@ -411,7 +411,7 @@ def test_self_device_is_offered_only_when_the_class_sets_it_from_a_device(init, 
 
 def test_a_bound_device_name_comes_before_self_device():
     source = (f"import torch\ndef build():\n    class R:\n        def __init__(self):\n            self.device = {RUN_DEVICE}\n"
-              f"        def step(self, x):\n            device = {RUN_DEVICE}\n            return x.cuda()\n    return R\n")
+              f"        def step(self, x):\n            device = {RUN_DEVICE}\n            return x.cuda()\n    return R()\n")
     assert _source_at_cuda_call(source)[0] == ("device", False)
 
 

@@ -21,9 +21,10 @@ here answers "proven" or gives the reason why not, for the display-only title; w
   attribute assignment (`y.data = y.data.cpu()`), `set_`, an alias (`w = y`), or a call that could do
   either (anything but a torch function or a builtin that only reads).
 - `self_device_failure`: why `self.device` may not stand for the device in a method (S1, S2): the class
-  must be one nothing outside the file can subclass or reach (a class defined in a function, or a
-  notebook's: a subclass in another file could set `self.device` to the CPU, and devlint's index
-  cannot list a class's subclasses), its bases `nn.Module` or `object` only (another base, such as
+  must be one nothing outside the file can subclass (a class defined in a function that only calls it:
+  a subclass in another file could set `self.device` to the CPU, and devlint's index cannot list a
+  class's subclasses; an instance's attribute set from another file is not looked for), not
+  decorated, its bases `nn.Module` or `object` only (another base, such as
   `nn.Linear`, may call the method from its `__init__`: `reset_parameters`), no subclass in the file,
   and `__init__` sets the attribute before anything that could call the method.
 """
@@ -358,13 +359,18 @@ def self_device_failure(ctx: FileContext, cls: cst.ClassDef, init: cst.FunctionD
                         name: str) -> str | None:
     """Why `self.<name>`, set by the statement `first` of `init`'s body, may be unset or not the run's
     device when a method of `cls` reads it; None when neither can happen."""
-    from devlint.rules._device import _NOTEBOOK_TAG
-
-    notebook = any(line.comment is not None and _NOTEBOOK_TAG.match(line.comment.value)
-                   for line in (*ctx.module.header, *ctx.module.footer))
-    if not notebook and ctx.enclosing(cls, (cst.FunctionDef,)) is None:
+    function = ctx.enclosing(cls, (cst.FunctionDef,))
+    if function is None:
+        # (a notebook's class too: a `%%writefile` cell is a module other files import)
         return (f"a subclass or a caller in another file may set `self.{name}` to another device, "
                 f"and nothing shows that none does")
+    for use in ctx.nodes(cst.Name):
+        if use.value == cls.name.value and use is not cls.name and any(a is function for a in ctx.ancestors(use)):
+            call = ctx.parent(use)
+            if not (isinstance(call, cst.Call) and call.func is use):
+                return f"the class `{cls.name.value}` leaves its function, where another file may subclass it"
+    if cls.decorators:
+        return "a class decorator may change how its instances are built"
     for base in cls.bases:
         names = ctx.qualified_names(base.value) if base.keyword is None else {"metaclass"}
         if not names or not names <= _PLAIN_BASES:

@@ -46,7 +46,7 @@ class CudaCall(Rule):
     `self.device` in a method when the class's `__init__` sets it from such a device before anything
     that could call the method, its bases are `nn.Module` or `object` (`nn.Linear` calls
     `reset_parameters()` from its `__init__`), nothing else assigns it and nothing outside the file can
-    subclass the class or reach its instances (a class defined in a function, or a notebook's), or
+    subclass the class or reach its instances (a class defined in a function), or
     `y.device` when the moved value is combined with `y` in the same binary operation or torch function
     (`torch.ones(3).cuda() + y`, `torch.cat([a.cuda(), y])`) and `y` is a tensor (by its kind: not a
     model's output, which may be a float, nor a container with its own `cuda()`) whose binding there
