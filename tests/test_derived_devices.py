@@ -336,6 +336,25 @@ def test_a_local_class_that_leaves_its_function_does_not_offer_self_device(tail,
     assert "return x.to(self.device)" in fix(source.replace(tail, "    return Runner()\n"), "DL001")
 
 
+@pytest.mark.parametrize("before", [
+    "self.setup()",  # calls the method that reads `self.device`
+    "helper(self)",  # hands the object to code that may
+    "self.scale = 2",  # a property's setter runs
+    "if flag:\n                return",  # `__init__` may end before the attribute is set
+])
+def test_self_device_is_not_offered_where_init_may_run_the_method_first(before):
+    def source(first: str) -> str:
+        return (f"import torch\ndef build(flag, helper):\n    class Net(torch.nn.Module):\n        def __init__(self):\n"
+                f"            super().__init__()\n            {first}\n            self.device = {RUN_DEVICE}\n"
+                "        @property\n        def scale(self):\n            return 1\n"
+                "        @scale.setter\n        def scale(self, v):\n            self.setup()\n"
+                "        def setup(self):\n            self.mask = torch.ones(2).cuda()\n    return Net()\n")
+
+    fixed = fix(source(before), "DL001")
+    assert "self.device)" not in fixed and "torch.ones(2).to(device)" in fixed
+    assert "torch.ones(2).to(self.device)" in fix(source("self.count = 0"), "DL001")
+
+
 def test_proven_derivations_are_still_made():
     fixed = fix(PROVEN.lstrip(), "DL00")
     assert "return x.to(self.device) * 3" in fixed

@@ -350,7 +350,7 @@ def _reading_call(ctx: FileContext, call: cst.CSTNode) -> bool:
         return False
     names = ctx.qualified_names(call.func)
     return bool(names) and all(
-        (n.startswith("torch.") and not n.endswith("set_")) or n in _READERS or n.removeprefix("builtins.") in _READERS
+        (n.startswith("torch.") and not n.endswith(("set_", "swap_tensors"))) or n in _READERS or n.removeprefix("builtins.") in _READERS
         for n in names)
 
 
@@ -384,10 +384,11 @@ def self_device_failure(ctx: FileContext, cls: cst.ClassDef, init: cst.FunctionD
             dotted_name(c.func) in ("setattr", "vars") for c in ctx.nodes(cst.Call)):
         return f"the file sets attributes indirectly (`setattr`, `__dict__`, ...): `self.{name}` may change"
     receiver = init.params.params[0].name.value
+    members = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}  # (properties' setters)
     for statement in init.body.body:
         if statement is first:
             return None
-        if _may_reach(ctx, statement, receiver):
+        if _may_reach(ctx, statement, receiver, members):
             return f"`__init__` may call this method before it sets `self.{name}`{_line(ctx, statement)}"
     return None
 
@@ -397,10 +398,11 @@ def _line(ctx: FileContext, node: cst.CSTNode) -> str:
     return "" if position is None else f" (line {position.start.line})"
 
 
-def _may_reach(ctx: FileContext, statement: cst.CSTNode, receiver: str) -> bool:
+def _may_reach(ctx: FileContext, statement: cst.CSTNode, receiver: str, members: set[str]) -> bool:
     """Could `statement` (in `__init__`, before the attribute is set) run a method of the object, or end
     `__init__` early? Only `super().__init__(...)` of a plain base, and `self.x = <value without self>`
-    or statements that do not mention `self`, cannot."""
+    (`x` not a property of the class: its setter would run) or statements that do not mention `self`,
+    cannot."""
     from devlint.syntax import walk
 
     nodes = [n for n, _ in walk(statement)]
@@ -417,7 +419,7 @@ def _may_reach(ctx: FileContext, statement: cst.CSTNode, receiver: str) -> bool:
         for small in statement.body:
             for target in small.targets:
                 if not (isinstance(target.target, cst.Attribute) and isinstance(target.target.value, cst.Name)
-                        and target.target.value.value == receiver):
+                        and target.target.value.value == receiver and target.target.attr.value not in members):
                     return True
             if any(isinstance(n, cst.Name) and n.value == receiver for n, _ in walk(small.value)):
                 return True
