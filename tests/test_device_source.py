@@ -86,6 +86,8 @@ def test_the_device_index_is_still_unsafe_with_a_derived_device():
     "    y = x.cuda()\n    w = y\n    w.data = w.data.cpu()\n    return torch.ones(3).cuda() * y\n",
     "    y = x.cuda()\n    helper(y)\n    return torch.ones(3).cuda() * y\n",
     "    y = x.cuda()\n    torch.utils.swap_tensors(y, x.cpu())\n    return torch.ones(3).cuda() * y\n",
+    "    y = x.cuda().type_as(x.cpu())\n    return torch.ones(3).cuda() * y\n",  # the other's device
+    "    y = x.cuda().max(dim=0)\n    return torch.ones(3).cuda() * y\n",  # (values, indices)
     "    y = x.cuda()\n    x.data = x.data.cpu()\n    return torch.ones(3).cuda() * y\n",  # y may be x itself
     "    w = x.cuda()\n    w.data = w.data.cpu()\n    y = w + 1\n    return torch.ones(3).cuda() * y\n",
     "    y = x.cuda()\n    for i in range(2):\n        z = torch.ones(3).cuda() * y\n        y.data = y.data.cpu()\n"

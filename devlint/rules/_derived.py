@@ -45,6 +45,14 @@ _PLAIN_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "
 _READERS = frozenset({"print", "len", "isinstance", "type", "str", "repr", "id", "hasattr", "float", "int",
                       "bool", "format", "round", "abs"})
 # Class members through which `self.device` may be something other than the attribute `__init__` set.
+# Placement-keeping methods whose result is not one tensor where the receiver is: containers, modes,
+# (values, indices) pairs, `type_as` (the other's device), `new_*` (may be given `device=`).
+_NOT_ONE_KEPT_TENSOR = frozenset(
+    """
+    state_dict parameters buffers modules children named_parameters named_buffers get values eval train copy
+    max min sort topk unique type_as new_empty new_full new_ones new_tensor new_zeros numel_
+    """.split()
+)
 _INDIRECT = frozenset({"__getattr__", "__getattribute__", "__setattr__", "__new__", "__slots__", "__dict__"})
 
 
@@ -242,7 +250,7 @@ def on_run_device(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
         if method == "to":
             target = device or (positional[0] if positional else None)
             return target is not None and _cuda_target(ctx, target.value, depth)
-        if method in KEEPING_METHODS:
+        if method in KEEPING_METHODS and method not in _NOT_ONE_KEPT_TENSOR:
             return on_run_device(ctx, func.value, depth + 1)
         return False
     names = ctx.qualified_names(func)
