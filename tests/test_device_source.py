@@ -1,6 +1,7 @@
 """Where a fix's device comes from: a name in scope, then one derived from the code at hand (`self.device`,
 `y.device` of a tensor the statement combines with the moved value), then a definition; and DL006's
-`device.type` where the device is known to be a `torch.device` (issue 15 item 1, issue 17 item 5)."""
+`device.type` where the device is known to be a `torch.device` (issue 15 item 1, issue 17 item 5). Only where
+proven (issue 29): the reproducers and the runtime proof on the virtual GPU are in tests/test_derived_devices.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from devlint.context import FileContext
 from devlint.model import Applicability
 from devlint.rules._device import derived_device, device_source, holds_torch_device
-from tests.helpers import fix, lint, run_python
+from tests.helpers import fix, lint
 
 DEFINITION = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 
