@@ -38,6 +38,13 @@ BINDING_SNIPPETS = [
     "def outer():\n    t = torch.zeros(3)\n    def inner():\n        t.to('cpu')\n    return inner",
     "for device in range(2):\n    pass\nv = torch.zeros(1).cuda()",
     "try:\n    device = torch.device('cuda')\nexcept Exception:\n    pass\nu = torch.zeros(1).cuda()",
+    # derived devices (issue 29 S1-S3)
+    "device = torch.device('cpu')\nr = torch.zeros(1).cuda()",
+    "def step(x, device):\n    return x.cuda()",
+    "y = torch.ones(1).cuda()\ny.data = y.data.cpu()\nq = torch.ones(2).cuda() * y",
+    "class Lin(torch.nn.Linear):\n    def __init__(self):\n        super().__init__(2, 2)\n"
+    "        self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "    def reset_parameters(self):\n        self.m = torch.ones(2).cuda()",
 ]
 
 

@@ -77,10 +77,14 @@ def test_definitions_of_several_gpus_get_no_fallback_that_would_make_them_equal(
 
 
 def test_one_gpu_named_twice_in_a_statement_is_still_fixed():
-    source = 'import torch\ndef place(x, device):\n    return x.to("cuda"), torch.ones(2, device="cuda:0")\n'
+    source = 'import torch\ndef place(x):\n    return x.to("cuda"), torch.ones(2, device="cuda:0")\n'
     assert applicabilities(source) == ["safe", "safe"]
     assert fix(source, select="DL004") == (
-        'import torch\ndef place(x, device):\n    return x.to(device), torch.ones(2, device=device)\n')
+        'import torch\ndef place(x):\n    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        '    return x.to(device), torch.ones(2, device=device)\n')
+    # a `device` parameter may be the CPU where the literals named the GPU: unsafe (issue 29 S2)
+    source = 'import torch\ndef place(x, device):\n    return x.to("cuda"), torch.ones(2, device="cuda:0")\n'
+    assert applicabilities(source) == ["unsafe", "unsafe"]
 
 
 def test_a_literal_other_gpu_stays_unsafe():
@@ -242,7 +246,8 @@ def test_an_override_of_cuda_is_not_flagged_nor_rewritten_to_its_own_parameter()
 # -- 7. fix safety: the definition comes from device_reference, safe where one GPU is meant -----------
 def test_the_fix_reuses_a_device_in_scope():
     source = 'import torch\ndef run(model, device):\n    return model.to(torch.device("cuda"))\n'
-    assert fix(source, select="DL004") == 'import torch\ndef run(model, device):\n    return model.to(device)\n'
+    assert fix(source, select="DL004", unsafe=True) == 'import torch\ndef run(model, device):\n    return model.to(device)\n'
+    assert fix(source, select="DL004") == source  # (a caller may pass the CPU)
 
 
 # -- a runtime proof on the virtual GPU (two devices) ---------------------------------------------------

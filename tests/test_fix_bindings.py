@@ -82,8 +82,10 @@ def test_a_device_bound_earlier_in_the_same_block_is_reused():
         "    x = torch.ones(1).cuda()\n"
     )
     assert fix(source) == source.replace(".cuda()", ".to(device)")
+    # bound on every path, but to what a caller may make the CPU: only an unsafe fix reuses it (issue 29 S2)
     source = "import torch\ndef f(x, cpu):\n    device = torch.device('cpu' if cpu else 'cuda')\n    if x:\n        return x.cuda()\n"
-    assert fix(source) == source.replace(".cuda()", ".to(device)")
+    assert fix(source) == source
+    assert fix(source, unsafe=True) == source.replace(".cuda()", ".to(device)")
 
 
 @pytest.mark.parametrize("source", [
@@ -104,12 +106,14 @@ def test_no_fix_relies_on_a_device_that_may_be_unbound(source):
     assert applicabilities(source, "DL001") == ["display-only"]
 
 
-def test_a_device_rebound_on_one_branch_after_an_unconditional_binding_is_reused():
+def test_a_device_rebound_to_the_cpu_on_one_branch_is_not_reused():
+    # with `cpu` set, `.to(device)` would stay on the CPU where `.cuda()` went to the GPU (issue 29 S2)
     source = (
         "import torch\ndef f(cpu):\n    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "    if cpu:\n        device = torch.device('cpu')\n    return torch.ones(1).cuda()\n"
     )
-    assert fix(source) == source.replace(".cuda()", ".to(device)")
+    assert fix(source, unsafe=True) == source
+    assert applicabilities(source, "DL001") == ["display-only"]
 
 
 def test_a_device_bound_after_the_use_in_the_module_gets_a_definition_before_it():

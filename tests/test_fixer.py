@@ -54,8 +54,10 @@ def test_defined_once_for_many_fixes_and_rules():
 
 
 def test_reuses_a_device_bound_in_scope():
-    source = "import torch\ndef f(x, device):\n    return x.cuda()\n"
-    assert fix(source) == "import torch\ndef f(x, device):\n    return x.to(device)\n"
+    source = "import torch\ndef f(x):\n    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n    return x.cuda()\n"
+    assert fix(source) == source.replace("x.cuda()", "x.to(device)")
+    source = "import torch\ndef f(x, device):\n    return x.cuda()\n"  # a caller may pass the CPU: unsafe
+    assert fix(source, unsafe=True) == "import torch\ndef f(x, device):\n    return x.to(device)\n"
     source = "import torch\ndev = 1\ndevice = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\ny = torch.ones(1).cuda()\n"
     assert fix(source).count("device = ") == 1
 

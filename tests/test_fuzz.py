@@ -59,6 +59,19 @@ SNIPPETS = [
     "{n} = nn.DataParallel({n}, device_ids=[0, 1])",
     "import os\nos.environ['CUDA_VISIBLE_DEVICE'] = '0'",
     "torch.cuda.synchronize()\n{n} = torch.cuda.current_device()",
+    # derived devices (issue 29 S1-S3): `y.device`, `self.device` and a reused `device`, proven or not
+    "y = {n}.cuda()\nz = torch.ones(2).cuda() + y",
+    "y = {n}.cuda()\ny.data = y.data.cpu()\nz = torch.cat([torch.ones(2).cuda(), y])",
+    "y = model({n}.cuda())\nz = y * torch.ones(1).cuda()",
+    "device = torch.device('cpu')\n{n} = {n}.cuda()",
+    "device = torch.device('cuda:1')\n{n} = torch.zeros(2, device='cuda')",
+    "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n{n} = {n}.cuda()",
+    "class L{k_}(nn.Linear):\n    def __init__(self, n, device):\n        super().__init__(n, n)\n"
+    "        self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "    def reset_parameters(self):\n        self.mask = torch.ones(2).cuda()",
+    "def make():\n    class R(nn.Module):\n        def __init__(self):\n            super().__init__()\n"
+    "            self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "        def forward(self, {n}):\n            return {n}.cuda() + torch.ones(1, device='cuda')\n    return R",
 ]
 
 
@@ -66,7 +79,8 @@ SNIPPETS = [
 def device_programs(draw) -> str:
     lines = [draw(st.sampled_from(["import torch", "import torch as th", "import torch.nn as nn", ""]))]
     for _ in range(draw(st.integers(1, 6))):
-        snippet = draw(st.sampled_from(SNIPPETS)).format(n=draw(NAMES), k=draw(st.sampled_from(["", "0", "device=1"])))
+        snippet = draw(st.sampled_from(SNIPPETS)).format(n=draw(NAMES), k=draw(st.sampled_from(["", "0", "device=1"])),
+                                                         k_=len(lines))
         wrapper = draw(st.sampled_from(["", "def", "class", "decorated", "nested"]))
         body = "\n".join("    " + line for line in snippet.splitlines())
         if wrapper == "def":

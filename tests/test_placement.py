@@ -36,6 +36,7 @@ CASES = {
     # moves
     "import torch\nprobe(torch.zeros(3).cuda())": DEVICE,
     "import torch\nprobe(torch.zeros(3).to('cuda:0'))": DEVICE,
+    "import torch\nprobe(torch.zeros(3).cuda().type_as(torch.ones(1)))": CPU,  # the other's type and device
     "import torch\nprobe(torch.zeros(3).to(device))": DEVICE,
     "import torch\nprobe(torch.zeros(3).to(args.device))": DEVICE,
     "import torch\nprobe(torch.zeros(3).to(torch.device('cpu')))": CPU,

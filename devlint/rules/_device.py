@@ -1,20 +1,21 @@
 """Which name a fix may write for "the device", and where the fixer must define it.
 
-A fix that writes `device` reuses a binding already in scope when that binding is known to hold a
-device and is certainly bound where the fix writes it. A device binding is a parameter without a
-default (or whose default is a device value that may be CUDA: `torch.device("cuda")`, a call such
-as `get_device()`), or an assignment from `torch.device(...)`, a conditional expression, a call or
-an attribute named `device` (`x.device`, `args.device`). A parameter whose default is `None`, an
-int, a string or anything else is not (`def cuda(self, device=None)`: `.to(None)` is a no-op;
-`device="cuda:1"` picks another GPU), whatever its annotation, and neither are `*device` and
-`**device`. `device_source` (for rules that write an expression, not a name; `device_reference`
-keeps returning names only) also offers `self.device` in a method other than `__init__` when the
-class's `__init__` sets it from such a device value in a statement of its body and nothing else in
-the file assigns an attribute of that name (no branch, no other object's, no `device` method).
-Certainly bound: a parameter, or an assignment earlier in a block that holds the use
+A fix that writes `device` reuses a binding already in scope when that binding is proven to hold the
+run's device (the GPU `.cuda()` used, whenever CUDA is available; see `devlint.rules._derived`) and is
+certainly bound where the fix writes it: an assignment from `torch.device("cuda")`, a conditional on
+`torch.cuda.is_available()` such as `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, the
+configured device expression, or a tensor's `.device` of one proven on that device. Never a parameter
+(a caller may pass the CPU, whatever its default or annotation), `torch.device("cpu")`, `cuda:N` with
+N > 0, `args.device` or a call devlint cannot see into. `device_source` (for rules that write an
+expression, not a name; `device_reference` keeps returning names only) also offers `self.device` in a
+method other than `__init__` when the class's `__init__` sets it from such a device value before
+anything that could call the method, nothing else assigns an attribute of that name, and nothing
+outside the file can subclass the class or reach its instances (`_derived.self_device_failure`), and
+`y.device` of a tensor the moved value is combined with (`derived_device`).
+Certainly bound: an assignment earlier in a block that holds the use
 (not one on a branch, in a loop or in a `try` that may not have run), and no `del` of the name in
-reach. A name bound to anything else (a plain string, a function, an import, a loop variable, such
-a parameter) is never used: the fix becomes display-only.
+reach. A name bound to anything else (a plain string, a function, an import, a loop variable, a
+parameter) is never used: the fix becomes display-only, with the reason in its title.
 
 ## Where a definition goes
 
@@ -168,7 +169,9 @@ def _reuse_failure(ctx: FileContext, node: cst.CSTNode, name: str) -> str:
         return f"the scope of `{name}` here is unknown"
     # in the file's order: the scope's bindings come in no fixed order, and the message names one
     assignments = sorted(ctx.bindings(node, name), key=lambda a: _source_order(ctx, a.node))
-    for assignment in assignments:
+    from devlint.rules._derived import holds_a_device
+
+    for assignment in sorted(assignments, key=lambda a: holds_a_device(ctx, a.node)):  # (stable: file order)
         if not _is_device_binding(ctx, assignment):
             return _not_a_device(ctx, assignment, name)
     if _deleted(ctx, node, name):
@@ -199,7 +202,10 @@ def _not_a_device(ctx: FileContext, assignment, name: str) -> str:
             return f"`{name}` is a `**{name}` parameter{line}: a dict, not a device"
         if is_none(node.default):
             return f"`{name}` is a parameter whose default is None{line}: not known to be a device"
-        return f"`{name}` is a parameter with the default `{_short(ctx, node.default)}`{line}: not known to be the run's device"
+        if node.default is not None:
+            return (f"`{name}` is a parameter with the default `{_short(ctx, node.default)}`{line}: a caller may "
+                    "pass the CPU, where this code used the GPU")
+        return f"`{name}` is a parameter{line}: a caller may pass the CPU, where this code used the GPU"
     parent = ctx.parent(node)
     statement = ctx.parent(parent) if isinstance(parent, cst.AssignTarget) else parent
     value = ctx.assigned_value(node)
@@ -212,7 +218,9 @@ def _not_a_device(ctx: FileContext, assignment, name: str) -> str:
         elif is_none(value):
             kind = "None"
         else:
-            kind = "a value"
+            from devlint.rules._derived import not_run_device_reason
+
+            return f"`{name}` is bound to `{_short(ctx, value)}`{line}: {not_run_device_reason(ctx, value)}"
         return f"`{name}` is bound to {kind}, `{_short(ctx, value)}`{line}: not known to be a device"
     if isinstance(statement, cst.AnnAssign):
         return f"`{name}` is only annotated{line}: not known to be bound to a device"
@@ -355,18 +363,16 @@ def derived_device(ctx: FileContext, value: cst.CSTNode) -> str | None:
     """`y.device` where the expression `value` (whose result lives on the run's device: `x.cuda()`,
     `torch.ones(3, device="cuda")`) is, maybe through placement-keeping tensor methods (`.float()`,
     `.view(...)`), an operand of a binary operation (`value + y`) or an argument beside `y` of a torch
-    function that needs one device (`torch.cat([value, y])`, `torch.matmul(value, y)`), and `y` is a
-    name whose binding at that point certainly ran and lives on the run's device by the placement fact
-    (`y = x.cuda()`, `y = x.to(device)`, `y = model(inp)` of a moved model).
-
-    On a one-GPU machine `y.device` is then the GPU the original `.cuda()` used, and where `y` is
-    elsewhere (another GPU, the CPU because `device` was "cpu") the original mixed devices and failed.
+    function that needs one device (`torch.cat([value, y])`, `torch.matmul(value, y)`), and `y` is
+    proven a tensor on the run's device (`proven_on_device`): by its kind a tensor, its binding certainly
+    ran and put it on the device `.cuda()` uses (`y = x.cuda()`, `y = x.to("cuda")`, `y = x.to(device)`
+    of a proven `device`), and nothing may have moved it in place since. (A CPU tensor with no
+    dimensions combines with a CUDA one, so "the original would have failed" proves nothing.)
     `y` must be a name bound in this scope only by plain assignments (no parameter, `global`,
     `nonlocal`, `del`, loop variable or unpacking), the last one before the use must dominate it,
-    none may follow it in a loop around the use, and `y` is not a module (which has no `.device`).
+    and none may follow it in a loop around the use.
     """
-    from devlint.rules._kinds import MODULE
-    from devlint.rules._placement import DEVICE, KEEPING_METHODS
+    from devlint.rules._placement import KEEPING_METHODS
 
     child = value
     while True:  # `x.cuda().float()`: the result still lives where `x.cuda()` does
@@ -397,51 +403,24 @@ def derived_device(ctx: FileContext, value: cst.CSTNode) -> str | None:
         for arg in call.args:
             if arg is not parent and arg.keyword is None and not arg.star:
                 candidates.append(arg.value)
-    placement = ctx.placement
     for candidate in candidates:
-        if (isinstance(candidate, cst.Name) and ctx.kinds.of(candidate) is not MODULE
-                and _last_binding_on_device(ctx, candidate, placement, DEVICE)):
+        if isinstance(candidate, cst.Name) and proven_on_device(ctx, candidate):
             return f"{candidate.value}.device"
     return None
+
+
+def proven_on_device(ctx: FileContext, name: cst.Name) -> bool:
+    """Is `name`, where it is read, a tensor (by its kind: not a model's output that may be a float, not
+    a container with its own `.cuda()`) bound by an assignment that certainly ran, of a value proven on
+    the run's device, and not moved in place since (`y.data = y.data.cpu()`)?"""
+    from devlint.rules._derived import is_tensor, on_run_device
+
+    return is_tensor(ctx, name) and on_run_device(ctx, name)
 
 
 def _combines(ctx: FileContext, call: cst.Call) -> bool:
     return any(n.startswith("torch.") and n.count(".") == 1 and n.split(".", 1)[1] in _COMBINING_FUNCTIONS
                for n in ctx.qualified_names(call.func))
-
-
-def _last_binding_on_device(ctx: FileContext, name: cst.Name, placement, device) -> bool:
-    """Is `name`, where it is read, certainly bound by a plain assignment of a value that lives on the
-    run's device (and by nothing that another path could have run instead)?"""
-    if name.value in ("self", "cls") or any(
-        item.name.value == name.value for kind in (cst.Global, cst.Nonlocal)
-        for statement in ctx.nodes(kind) for item in statement.names
-    ):
-        return False
-    scope = ctx.scope(name)
-    assignments = ctx.bindings(name)
-    if scope is None or not assignments or _deleted(ctx, name, name.value):
-        return False
-    use = ctx.positions.get(name)
-    if use is None:
-        return False
-    use = (use.start.line, use.start.column)
-    earlier = []
-    for assignment in assignments:
-        node = assignment.node
-        if assignment.scope is not scope or not isinstance(node, cst.Name) or ctx.assigned_value(node) is None:
-            return False  # a parameter, a closure, a loop variable, an unpacking, an import
-        at = ctx.effective_position(node)
-        if at is None:
-            return False
-        if at <= use:
-            earlier.append(((at, _source_order(ctx, node)), assignment))  # (one statement's targets: left to right)
-        elif ctx.loop_around_both(node, name):
-            return False  # bound again later in a loop that runs the use again
-    if not earlier:
-        return False
-    last = max(earlier, key=lambda item: item[0])[1]
-    return _dominates(ctx, last, name) and placement.of(ctx.assigned_value(last.node)) is device
 
 
 def holds_torch_device(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
@@ -495,8 +474,10 @@ def _is_torch_device_value(ctx: FileContext, value: cst.BaseExpression) -> bool:
 
 def _own_device_attribute(ctx: FileContext, node: cst.CSTNode, name: str) -> str | None:
     """`self.device` in a method (not `__init__`) of a class whose `__init__` sets `self.device` from a
-    device value (one that may be CUDA) in a statement of its body, and that binds the attribute to
-    nothing else anywhere in the file (no other assignment, no `device` method or property)."""
+    value proven to be the run's device in a statement of its body, and that binds the attribute to
+    nothing else anywhere in the file (no other assignment, no `device` method or property), where
+    the attribute is certainly set before the method can run and nothing outside the file can set it
+    (`_derived.self_device_failure`)."""
     found = _own_device_found(ctx, node, name)
     return None if found is None else f"{found[0]}.{name}"
 
@@ -528,7 +509,7 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
     if init is None or not isinstance(init.body, cst.IndentedBlock) or not init.params.params:
         return None
     init_self = init.params.params[0].name.value
-    values = []
+    values, first = [], None
     for statement in init.body.body:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
@@ -536,7 +517,12 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
                         and _is_self_attribute(small.targets[0].target, init_self, name)
                         and _init_device_value(ctx, init, small.value, name)):
                     values.append(small.value)
+                    first = first or statement
     if not values:
+        return None
+    from devlint.rules._derived import self_device_failure
+
+    if self_device_failure(ctx, cls, init, first, name) is not None:
         return None
     for target in ctx.nodes(cst.Attribute):
         if target.attr.value == name and _is_assigned(ctx, target):
@@ -550,18 +536,11 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
 
 
 def _init_device_value(ctx: FileContext, init: cst.FunctionDef, value: cst.BaseExpression, name: str) -> bool:
-    """A device value that may be CUDA, or the parameter `device` (the configured name) of `__init__` that
-    `_reuse` would take for a device (`def __init__(self, device): self.device = device`: no default, or a
-    default that may be CUDA), not rebound in `__init__`. (`self.device = gpu` may hold a GPU index.)"""
-    if _may_be_cuda_device(value):
-        return True
-    if not isinstance(value, cst.Name) or value.value != name:
-        return False
-    params = [p for p in (*init.params.params, *init.params.kwonly_params) if p.name.value == value.value]
-    if len(params) != 1 or not (params[0].default is None or _may_be_cuda_device(params[0].default)):
-        return False
-    return not any(_inside(ctx, site, init) and site is not params[0]
-                   for site in ctx.binding_sites.get(value.value, ()))
+    """A value proven to be the run's device (`_derived.run_device_value`). Not a parameter of `__init__`
+    (`self.device = device`): a caller may pass the CPU."""
+    from devlint.rules._derived import run_device_value
+
+    return run_device_value(ctx, value)
 
 
 def _is_self_attribute(target: cst.BaseExpression, receiver: str, name: str) -> bool:
@@ -995,8 +974,22 @@ _UNBOUND = "unbound"  # nothing binds the name where the fix writes it
 _MODULE_MAYBE = "module-maybe"  # only module-level device assignments that may not have run there
 
 
-def _reuse(ctx: FileContext, node: cst.CSTNode, name: str):
-    """(name, False) when `name` is certainly a bound device at `node`, else None, _UNBOUND or _MODULE_MAYBE."""
+def unproven_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str] | None:
+    """(name, why a fix that writes it is unsafe) where the configured name is certainly bound at `node`
+    to what may be the device `.cuda()` used, but is not proven to be (`_derived.may_be_run_device`:
+    a parameter, `args.device`, `torch.device(name)`, ...; not `None`, the CPU or `cuda:N` with N > 0).
+    For a rule to offer an unsafe fix where `device_reference`/`device_source` offer none."""
+    name = ctx.options.device_name
+    if _reuse(ctx, node, name) is not None or not isinstance(_reuse(ctx, node, name, loose=True), tuple):
+        return None
+    return name, _reuse_failure(ctx, node, name)
+
+
+def _reuse(ctx: FileContext, node: cst.CSTNode, name: str, loose: bool = False):
+    """(name, False) when `name` is certainly a bound device at `node`, else None, _UNBOUND or _MODULE_MAYBE.
+    `loose`: a binding that may be the run's device counts (`unproven_reference`). Module-level bindings
+    that may not have run (`_MODULE_MAYBE`) need only hold a device: the definition the fixer then
+    writes is the run's device (what a later module-level rebinding does is the placement's concern)."""
     if not ctx.binds(name) or not _may_be_visible(ctx, node, name):
         return _UNBOUND  # nothing binds it in reach
     if _declared_later(ctx, node, name):
@@ -1009,10 +1002,14 @@ def _reuse(ctx: FileContext, node: cst.CSTNode, name: str):
     assignments = ctx.bindings(node, name)
     if not assignments:
         return _UNBOUND  # a builtin
-    if not all(_is_device_binding(ctx, a) for a in assignments) or _deleted(ctx, node, name):
+    from devlint.rules._derived import holds_a_device, may_be_run_device
+
+    if not all(holds_a_device(ctx, a.node) for a in assignments) or _deleted(ctx, node, name):
         return None
     if any(_dominates(ctx, a, node) for a in assignments):
-        return (name, False)
+        # reused only where every binding that may reach here is the run's device (`loose`: may be)
+        proven = (lambda a: may_be_run_device(ctx, a.node)) if loose else (lambda a: _is_device_binding(ctx, a))
+        return (name, False) if all(proven(a) for a in assignments) else None
     if all(a.scope is scope.globals for a in assignments):
         return _MODULE_MAYBE
     return None  # a local (or an enclosing function's) binding that may not have run: no global helps
@@ -1317,49 +1314,22 @@ def _imports_torch(statement: cst.CSTNode) -> bool:
 
 
 def _is_device_binding(ctx: FileContext, assignment) -> bool:
-    node = assignment.node
-    if isinstance(node, cst.Param):
-        parameters = ctx.parent(node)
-        if isinstance(parameters, cst.Parameters) and node in (parameters.star_arg, parameters.star_kwarg):
-            return False  # `*device` is a tuple, `**device` a dict
-        # `device=None` (`.to(None)` is a no-op), `device=0`, `device="cuda:1"` (another GPU than
-        # `.cuda()` picked): only no default, or a default that is a device and may be CUDA
-        return node.default is None or _may_be_cuda_device(node.default)
+    """Is the binding proven to hold the run's device (`_derived.run_device_value`)? Never a parameter:
+    a caller may pass `torch.device("cpu")`, and `.cuda()` did not follow it."""
+    from devlint.rules._derived import run_device_value
+
+    value = _bound_value(ctx, assignment.node)
+    return value is not None and run_device_value(ctx, value)
+
+
+def _bound_value(ctx: FileContext, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value of `name = value` / `name: T = value` binding `node`, else None."""
     if not isinstance(node, cst.Name):
-        return False
+        return None
     parent = ctx.parent(node)
     statement = ctx.parent(parent) if isinstance(parent, cst.AssignTarget) else parent
     if isinstance(statement, cst.AnnAssign) and statement.value is not None:
-        value = statement.value
-    elif isinstance(statement, cst.Assign) and isinstance(parent, cst.AssignTarget):
-        value = statement.value
-    else:
-        return False
-    return is_device_value(value)
-
-
-def _may_be_cuda_device(value: cst.BaseExpression) -> bool:
-    """A device value with no device literal other than CUDA's (`torch.device("cpu")` is not)."""
-    if not is_device_value(value):
-        return False
-    literals = [string_value(s) for s in _strings(value)]
-    return not literals or any(v is not None and v.split(":")[0] == "cuda" for v in literals)
-
-
-def _strings(node: cst.CSTNode):
-    if isinstance(node, cst.SimpleString):
-        yield node
-    for child in node.children:
-        yield from _strings(child)
-
-
-def is_device_value(value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.IfExp):
-        return True
-    if isinstance(value, cst.Call):
-        name = dotted_name(value.func) or ""
-        return name.rsplit(".", 1)[-1] in {"device", "current_accelerator", "get_device", "select_device",
-                                            "get_default_device", "default_device"} or "device" in name.lower()
-    if isinstance(value, cst.Attribute):
-        return value.attr.value in {"device", "DEVICE"}
-    return False
+        return statement.value
+    if isinstance(statement, cst.Assign) and isinstance(parent, cst.AssignTarget):
+        return statement.value
+    return None

@@ -13,7 +13,8 @@ import libcst as cst
 
 from devlint.context import FileContext, target_names
 from devlint.model import Applicability, Fix
-from devlint.rules._device import device_failure, device_reference, device_source, holds_torch_device, torch_failure
+from devlint.rules._device import (device_failure, device_reference, device_source, holds_torch_device, torch_failure,
+                                   unproven_reference)
 from devlint.syntax import dotted_name, name_words, string_value, walk
 
 _CUDA = re.compile(r"cuda(?::(\d+))?\Z")
@@ -111,14 +112,20 @@ def replace_with_device(rule, node: cst.CSTNode, title: str, unsafe: bool) -> Fi
     if (reference is not None and "." in reference[0] and isinstance(node, cst.Call)
             and not holds_torch_device(ctx, node, reference[0])):
         reference = device_reference(ctx, node)
+    caveat = None
     if reference is None:
-        return rule.display_only(f"{title} ({device_failure(ctx, node)})")
+        unproven = unproven_reference(ctx, node)
+        if unproven is None:
+            return rule.display_only(f"{title} ({device_failure(ctx, node)})")
+        reference, caveat = (unproven[0], False), unproven[1]
     name, needs_definition = reference
     if name != ctx.options.device_name:
         title = title.replace(f"`{ctx.options.device_name}`", f"`{name}`")
-    applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
+    applicability = Applicability.UNSAFE if unsafe or caveat else Applicability.SAFE
     if unsafe:
         title += " (drops the device index)"
+    if caveat:
+        title += f" ({caveat})"
     return rule.fix(title, applicability, rule.replace(node, name), needs_device=needs_definition)
 
 
@@ -161,6 +168,8 @@ def device_type_reference(ctx: FileContext, node: cst.CSTNode,
     those are wrapped: `torch.device(device).type`.
     """
     reference = device_source(ctx, node)
+    if reference is None and (unproven := unproven_reference(ctx, node)) is not None:
+        reference = (unproven[0], False)  # a device not proven to be the run's: DL006's fixes are unsafe anyway
     if reference is None:
         return device_failure(ctx, node)
     name, needs_definition = reference

@@ -280,6 +280,8 @@ class Placement:
                 return self._moved(call, self.of(func.value))
             if method.startswith("new_"):
                 return self._device_argument(given) if given is not None else self.of(func.value)
+            if method == "type_as" and call.args:
+                return self.of(call.args[0].value)  # the other's type, device included
             if method in KEEPING_METHODS:
                 return self.of(func.value)
             return UNKNOWN

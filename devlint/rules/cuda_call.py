@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_failure, device_source
+from devlint.rules._device import device_failure, device_source, unproven_reference
 from devlint.rules._kinds import TENSOR
 from devlint.syntax import find_arg, is_none
 
@@ -40,20 +40,28 @@ class CudaCall(Rule):
     ## Fix safety
     `x.cuda()` becomes `x.to(device)` (`non_blocking` and `memory_format` are kept). This is **safe**:
     on a machine with one GPU it does exactly what the original did. The device written is, in this
-    order: a device bound on every path to the call (a parameter, or an earlier assignment in a block
-    around it); one derived from the code at hand: `self.device` in a method when the class's
-    `__init__` sets it from a device and nothing else assigns it, or `y.device` when the moved value is
-    combined with `y` in the same binary operation or torch function (`torch.ones(3).cuda() + y`,
-    `torch.cat([a.cuda(), y])`) and `y`'s binding there certainly ran and lives on the run's device
-    (`y = x.cuda()`, `y = x.to(device)`; not a parameter, a CPU tensor or a name rebound between), so
-    `y.device` is the GPU `.cuda()` used, or the original mixed devices and failed; only then a
+    order: a `device` proven to be the GPU `.cuda()` used and bound on every path to the call (an
+    earlier assignment in a block around it of `torch.device("cuda" if torch.cuda.is_available() else
+    "cpu")`, `torch.device("cuda")`, a proven tensor's `.device`); one derived from the code at hand:
+    `self.device` in a method when the class's `__init__` sets it from such a device before anything
+    that could call the method, its bases are `nn.Module` or `object` (`nn.Linear` calls
+    `reset_parameters()` from its `__init__`), nothing else assigns it and nothing outside the file can
+    subclass the class or reach its instances (a class defined in a function), or
+    `y.device` when the moved value is combined with `y` in the same binary operation or torch function
+    (`torch.ones(3).cuda() + y`, `torch.cat([a.cuda(), y])`) and `y` is a tensor (by its kind: not a
+    model's output, which may be a float, nor a container with its own `cuda()`) whose binding there
+    certainly ran and put it on that GPU (`y = x.cuda()`, `y = x.to("cuda")`; not a parameter, a CPU
+    tensor, a name rebound between, or one moved in place since: `y.data = y.data.cpu()`); only then a
     definition the fixer inserts (after the imports in a script, in the function otherwise; named
     `_device` after a star import, which may bind `device`). `next(self.parameters()).device` is
     never written: it raises `StopIteration` in a module without parameters and in `nn.DataParallel`
     replicas, and names one device of a model split over several. With a device index (`x.cuda(1)`, `x.cuda(device=k)`) the rewrite drops
     which GPU was meant, so it is **unsafe** (applied only with `--unsafe-fixes`). It is unsafe too in a
     file whose classes define their own `cuda()`: `.to(device)` skips that override, which may move what
-    `Module.to` does not (a plain tensor attribute), and the program then mixes devices on the GPU. With
+    `Module.to` does not (a plain tensor attribute), and the program then mixes devices on the GPU. It
+    is unsafe, with the reason in its title, where the device written may be the run's device but is not
+    proven to be: a `device` parameter ("(`device` is a parameter (line 2): a caller may pass the CPU,
+    where this code used the GPU)"), `device = args.device`, `torch.device(name)`. With
     `*args`/`**kwargs`, where `device` names something that is not a device, or where it may be
     unbound at the call and no definition can help (a local bound only on one branch, a `del device`),
     the fix is **display-only**, and its title says which: e.g. "(`device` is a parameter whose default
@@ -158,9 +166,10 @@ class CudaCall(Rule):
             fixed='import torch as th\n\ndevice = th.device("cuda" if th.cuda.is_available() else "cpu")\n'
             "model = th.nn.Linear(2, 2).to(device)\n",
         ),
-        Invalid(
+        Invalid(  # a caller may pass the CPU, where `.cuda()` used the GPU
             "import torch\ndef f(x, device):\n    return x.cuda(non_blocking=True)\n",
             fixed="import torch\ndef f(x, device):\n    return x.to(device, non_blocking=True)\n",
+            unsafe=True,
         ),
         Invalid("x = x.cuda(0)\n", fixed="x = x.cuda(0)\n"),
         Invalid(
@@ -201,16 +210,26 @@ class CudaCall(Rule):
                 fixed="import torch\ndef f(x, cpu):\n    if cpu:\n        device = torch.device('cpu')\n    return x.cuda()\n"),
         # a device derived from the code at hand comes before a definition: `y` lives on the GPU here
         Invalid(
-            "import torch\ndef f(x):\n    y = x.cuda()\n    return torch.ones(3).cuda() + y\n",
-            fixed="import torch\ndef f(x):\n    device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "import torch\ndef f(x: torch.Tensor):\n    y = x.cuda()\n    return torch.ones(3).cuda() + y\n",
+            fixed="import torch\ndef f(x: torch.Tensor):\n    device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
             "    y = x.to(device)\n    return torch.ones(3).to(y.device) + y\n",
             count=2,
         ),
         Invalid(
-            "import torch\nclass R:\n    def __init__(self, name):\n        self.device = torch.device(name)\n"
+            "import torch\ndef build():\n    class R:\n        def __init__(self):\n"
+            "            self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "        def step(self, x):\n            return x.cuda()\n    return R()\n",
+            fixed="import torch\ndef build():\n    class R:\n        def __init__(self):\n"
+            "            self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+            "        def step(self, x):\n            return x.to(self.device)\n    return R()\n",
+        ),
+        # a class another file may subclass (and set `self.device` to the CPU): a definition instead
+        Invalid(
+            "import torch\nclass R:\n    def __init__(self):\n        self.device = torch.device('cuda')\n"
             "    def step(self, x):\n        return x.cuda()\n",
-            fixed="import torch\nclass R:\n    def __init__(self, name):\n        self.device = torch.device(name)\n"
-            "    def step(self, x):\n        return x.to(self.device)\n",
+            fixed="import torch\nclass R:\n    def __init__(self):\n        self.device = torch.device('cuda')\n"
+            "    def step(self, x):\n        device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "        return x.to(device)\n",
         ),
         # `y` went back to the CPU: no `y.device`, a definition instead
         Invalid(
@@ -254,9 +273,12 @@ class CudaCall(Rule):
         title = "Replace `.cuda()` with `.to(device)`"
         if any(arg.star for arg in call.args):
             return self.display_only(title)
-        reference = device_source(self.ctx, call, call)
+        reference, caveat = device_source(self.ctx, call, call), None
         if reference is None:
-            return self.display_only(f"{title} ({device_failure(self.ctx, call)})")
+            unproven = unproven_reference(self.ctx, call)
+            if unproven is None:
+                return self.display_only(f"{title} ({device_failure(self.ctx, call)})")
+            reference, caveat = (unproven[0], False), unproven[1]
         device_name, needs_definition = reference
         if device_name != self.ctx.options.device_name and "." in device_name:
             title = f"Replace `.cuda()` with `.to({device_name})`"
@@ -281,6 +303,9 @@ class CudaCall(Rule):
         unsafe = index is not None and not is_none(index.value)
         if unsafe:
             title += " (drops the device index)"
+        elif caveat is not None:
+            unsafe = True
+            title += f" ({caveat})"
         elif self.ctx.kinds.of(call.func.value) is not TENSOR and (override := self._cuda_override(call.func.value)):
             # `.to(device)` does not call a class's own `cuda()`, which may move what `Module.to` does not
             # (a plain tensor attribute): on the GPU the program then mixes devices (seen on an H100).

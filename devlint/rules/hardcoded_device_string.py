@@ -67,7 +67,9 @@ class HardcodedDeviceString(Rule):
     machine with one GPU the same device is used. It is **unsafe** for `"cuda:N"` with N > 0 (the rewrite
     drops which GPU was meant), and for a string given to a function of this file (`make(x,
     device="cuda")`: the function then gets a `torch.device`, which compares differently from the
-    string, `device == "cuda"` is False). It is **display-only** where the rewrite would make devices
+    string, `device == "cuda"` is False), and where the device in scope may be the run's device but is
+    not proven to be (a `device` parameter a caller may set to the CPU, `device = args.device`; the
+    title says which). It is **display-only** where the rewrite would make devices
     equal that the code keeps apart: an index computed at run time (`f"cuda:{rank}"`,
     `torch.device("cuda", local_rank)`: a multi-GPU code path, every rank would get one device), and
     two different literal devices in one statement (`[torch.device("cuda:0"), torch.device("cuda:1")]`,
@@ -213,6 +215,7 @@ class HardcodedDeviceString(Rule):
         Invalid(
             "import torch\ndef f(x, device):\n    return x.to('cuda:0', non_blocking=True)\n",
             fixed="import torch\ndef f(x, device):\n    return x.to(device, non_blocking=True)\n",
+            unsafe=True,  # a caller may pass the CPU
         ),
         Invalid(
             'import torch\nx = x.to("cuda:1")\n',
@@ -286,6 +289,7 @@ class HardcodedDeviceString(Rule):
             'def main(device):\n    return Runner(torch.device("cuda"))\n',
             fixed='import torch\nclass Runner:\n    def __init__(self, device):\n        self.device = torch.device(device)\n'
             'def main(device):\n    return Runner(device)\n',
+            unsafe=True,
         ),
         Invalid(
             'import torch\ndef shard(x, local_rank):\n    return x.to(torch.device("cuda", local_rank))\n',

@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_failure, device_source
+from devlint.rules._device import device_failure, device_source, unproven_reference
 from devlint.rules._hardcoded import LEGACY_TENSOR_DTYPES, qualified, statement_indentation, torch_failure, torch_name
 from devlint.rules._kinds import TENSOR
 from devlint.syntax import dotted_name, find_arg, last_component, string_value
@@ -49,9 +49,11 @@ class LegacyCudaTensorType(Rule):
 
     ## Fix safety
     `device` is a device already bound in scope, one derived from the code at hand (`self.device` set
-    from a device in `__init__`; `y.device` of a tensor on the device that the new tensor is combined
+    from the run's device in `__init__`, where DL001 would write it; `y.device` of a tensor on the device that the new tensor is combined
     with, as in `torch.cuda.FloatTensor(3) + y`), or one definition the fixer inserts. Where none can
-    be written the fix is display-only and its title names the cause (`device` bound to a string, bound
+    be written the fix is display-only and its title names the cause; where the device in scope may
+    be the run's device but is not proven to be (a `device` parameter a caller may set to the CPU,
+    `device = args.device`) it is **unsafe**, with the reason in its title (`device` bound to a string, bound
     only later, a `CUDA_VISIBLE_DEVICES` setting, torch not imported, ...).
     A constructor given sizes (integer literals, `x.size(...)`, `x.shape[...]`, `len(...)`, two or more
     arguments) becomes `torch.empty(..., dtype=..., device=device)`: **safe**, since the legacy
@@ -117,11 +119,13 @@ class LegacyCudaTensorType(Rule):
             "import torch\ndef f(device):\n    x = torch.zeros(2)\n    return x.type('torch.cuda.HalfTensor')\n",
             fixed="import torch\ndef f(device):\n    x = torch.zeros(2)\n"
             "    return x.to(device=device, dtype=torch.float16)\n",
+            unsafe=True,  # a caller may pass the CPU
         ),
         Invalid(
             "import torch as th\ndef f(x, device):\n    return th.cuda.ByteTensor(x.size(0), 4).zero_()\n",
             fixed="import torch as th\ndef f(x, device):\n"
             "    return th.empty(x.size(0), 4, dtype=th.uint8, device=device).zero_()\n",
+            unsafe=True,
         ),
         Invalid(
             "from torch.cuda import LongTensor as LT\nimport torch\nempty = LT()\n",
@@ -137,8 +141,8 @@ class LegacyCudaTensorType(Rule):
         ),
         # the new tensor joins `y`, which lives on the GPU: it goes where `y` is
         Invalid(
-            "import torch\ndef f(x):\n    y = x.to('cuda')\n    return torch.cuda.FloatTensor(2, 3) + y\n",
-            fixed="import torch\ndef f(x):\n    y = x.to('cuda')\n"
+            "import torch\ndef f(x: torch.Tensor):\n    y = x.to('cuda')\n    return torch.cuda.FloatTensor(2, 3) + y\n",
+            fixed="import torch\ndef f(x: torch.Tensor):\n    y = x.to('cuda')\n"
             "    return torch.empty(2, 3, dtype=torch.float32, device=y.device) + y\n",
         ),
         Invalid("import torch\ntokens = torch.cuda.LongTensor(context_tokens)\n"),
@@ -223,16 +227,20 @@ class LegacyCudaTensorType(Rule):
 
     # -- fixes ---------------------------------------------------------------------------------------
     def _device(self, node: cst.CSTNode, written: cst.CSTNode | None = None, value: cst.CSTNode | None = None):
-        """(device expression, torch name, needs_definition), or why there is none (a string).
+        """(device expression, torch name, needs_definition, why it makes the fix unsafe or None), or why
+        there is none (a string).
 
         `value`: the expression whose result the fix puts on the device, for a device derived from
         what it is combined with (`torch.cuda.FloatTensor(3) + y` -> `device=y.device`)."""
-        reference = device_source(self.ctx, node, value)
+        reference, caveat = device_source(self.ctx, node, value), None
         if reference is None:
-            return device_failure(self.ctx, node)
+            unproven = unproven_reference(self.ctx, node)
+            if unproven is None:
+                return device_failure(self.ctx, node)
+            reference, caveat = (unproven[0], False), unproven[1]
         name, needs_definition = reference
         torch = torch_name(self.ctx, needs_definition, written)
-        return torch_failure(self.ctx) if torch is None else (name, torch, needs_definition)
+        return torch_failure(self.ctx) if torch is None else (name, torch, needs_definition, caveat)
 
     def _constructor_fix(self, call: cst.Call, dtype: str):
         title = "Use a tensor factory with `dtype=` and `device=device`"
@@ -250,14 +258,17 @@ class LegacyCudaTensorType(Rule):
         found = self._device(call, call.func, call)
         if isinstance(found, str):
             return self.display_only(f"{title} ({found})")
-        device, torch, needs_definition = found
+        device, torch, needs_definition, caveat = found
+        if caveat is not None:
+            applicability = Applicability.UNSAFE
         keywords = f"dtype={torch}.{dtype}, device={device}"
         if not call.args:
             edits = [self.replace(call, f"{torch}.{factory}(0, {keywords})")]
         else:  # edit around the arguments: their layout and comments stay
             end = self.ctx.span(call.args[-1].value)[1]
             edits = [self.replace(call.func, f"{torch}.{factory}"), Edit(end, end, f", {keywords}")]
-        return self.fix(f"{title}: `{torch}.{factory}`", applicability, *edits, needs_device=needs_definition)
+        title = f"{title}: `{torch}.{factory}`" + (f" ({caveat})" if caveat is not None else "")
+        return self.fix(title, applicability, *edits, needs_device=needs_definition)
 
     def _type_fix(self, call: cst.Call, target: cst.Arg, dtype: str):
         title = "Replace `.type(...)` with `.to(device=device, dtype=...)`"
@@ -267,11 +278,13 @@ class LegacyCudaTensorType(Rule):
         found = self._device(call, value=call)
         if isinstance(found, str):
             return self.display_only(f"{title} ({found})")
-        device, torch, needs_definition = found
+        device, torch, needs_definition, caveat = found
         kept = "".join(f", {self.ctx.code(arg.keyword)}={self.ctx.code(arg.value)}" for arg in others)
         text = f"to(device={device}, dtype={torch}.{dtype}{kept})"  # the receiver is left as it is
         tensor = self.ctx.kinds.of(call.func.value) is TENSOR
-        applicability = Applicability.SAFE if tensor else Applicability.UNSAFE
+        applicability = Applicability.SAFE if tensor and caveat is None else Applicability.UNSAFE
+        if caveat is not None:
+            title += f" ({caveat})"
         return self.fix(title, applicability, self.replace_between(call.func.attr, call, text),
                         needs_device=needs_definition)
 
@@ -284,7 +297,7 @@ class LegacyCudaTensorType(Rule):
         found = self._device(call)
         if isinstance(found, str):
             return self.display_only(f"{title} ({found})")
-        device, torch, needs_definition = found
+        device, torch, needs_definition, _ = found  # (unsafe whatever the device)
         indentation = statement_indentation(self.ctx, call)
         newline = self.ctx.module.default_newline
         text = f"{torch}.set_default_dtype({torch}.{dtype}){newline}{indentation}{torch}.set_default_device({device})"

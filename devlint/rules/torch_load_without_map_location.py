@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_failure, device_reference
+from devlint.rules._device import device_failure, device_reference, unproven_reference
 from devlint.rules._kinds import MODULE
 from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
@@ -246,7 +246,11 @@ class TorchLoadWithoutMapLocation(Rule):
         if choice == "cpu":
             value = '"cpu"'
         else:
+            # A device not proven to be the run's (a parameter) is fine here: the fix is safe only where
+            # `keeps` found that where the load puts the values does not matter, and unsafe anyway otherwise.
             reference = device_reference(self.ctx, call)
+            if reference is None and (unproven := unproven_reference(self.ctx, call)) is not None:
+                reference = (unproven[0], False)
             if reference is None:
                 return self.display_only(f'Add `map_location="cpu"` or a torch.device ({device_failure(self.ctx, call)})')
             value, needs_definition = reference
