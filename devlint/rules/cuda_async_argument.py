@@ -75,7 +75,7 @@ class CudaAsyncArgument(Rule):
                "`non_blocking=`")
 
     VALID = (
-        "import torch\nx = x.cuda(non_blocking=True)\ny = y.to(device, non_blocking=True)\n",
+        "import torch\nx = x.cuda(non_blocking=True)\ny = x.to(device, non_blocking=True)\n",
         "import asyncio\nasync def fetch(): ...\nasync def main(lock, aiter):\n"
         "    async with lock: ...\n    async for x in aiter(): ...\n",
         "import torch\nx = x.cuda(0, True)\nf(is_async=True)\n",
