@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from devlint.config import Config
 from devlint.complexity import run_with_big_stack
 from devlint.engine import _deep_recursion, check_source, fixable, lint_text
+from devlint.rescue import rescue
 from devlint.source import decode
 
 hypothesmith = pytest.importorskip("hypothesmith")
@@ -59,6 +60,10 @@ SNIPPETS = [
     "{n} = nn.DataParallel({n}, device_ids=[0, 1])",
     "import os\nos.environ['CUDA_VISIBLE_DEVICE'] = '0'",
     "torch.cuda.synchronize()\n{n} = torch.cuda.current_device()",
+    # DL017: PyTorch 0.3 code that does not parse until --fix renames the argument
+    "{n} = {n}.cuda(async=True)",
+    "{n} = Variable({n}.to(device, async=True))  # noqa: DL004",
+    "{n}.copy_(src,\n    async=False)",
 ]
 
 
@@ -104,7 +109,12 @@ def _check(source: str, data: bytes | None = None) -> None:
     # The change stays inside the fixed findings' lines, plus inserted definition lines.
     touched: set[int] = set()
     with _deep_recursion():  # as check_source runs it: deep but allowed code needs the big stack
-        findings = run_with_big_stack(lint_text, source, CONFIG)
+        try:
+            findings = run_with_big_stack(lint_text, source, CONFIG)
+        except cst.ParserSyntaxError:  # DL017's `async=`: renamed first, then fixed like any file
+            renamed, findings = rescue(source, CONFIG, CONFIG.rules())
+            assert findings, "a file that does not parse was fixed"
+            findings = findings + run_with_big_stack(lint_text, renamed, CONFIG)
     # Fixes that are display-only in the first pass may become fixable in the next one: DL004 gives
     # `device = "cuda"` a CPU fallback (`device` then holds a device), and an inserted device definition
     # imports torch (which a fix writing `torch.` needs).
