@@ -766,7 +766,23 @@ class _Patches:
         self._legacy_types()
         self._data_parallel()
         self._generator()
+        self._variable()
         del mode
+
+    def _variable(self) -> None:
+        """`Variable(x)` of PyTorch 0.3 code (a plain tensor since 0.4) is made in C++, unseen by the
+        mode: it is on the device of `x`, as `nn.Parameter(x)` is."""
+        mode = self.mode
+        base_new = torch._C._LegacyVariableBase.__new__
+
+        def __new__(cls, *args, **kwargs):
+            variable = base_new(cls, *args, **kwargs)
+            data = args[0] if args else kwargs.get("data")
+            if isinstance(data, torch.Tensor):
+                mode.table.set(variable, mode.dev(data))
+            return variable
+
+        self.set(torch.autograd.Variable, "__new__", staticmethod(__new__))
 
     def _generator(self) -> None:
         """torch.Generator(device="cuda") makes a CPU generator that says it is on the device."""
@@ -874,6 +890,19 @@ class _Patches:
         for cls_name in ("Scatter", "Gather", "Broadcast", "ReduceAddCoalesced"):
             cls = getattr(functions, cls_name)
             self.set(cls, "forward", staticmethod(self._under_mode(vars(cls)["forward"].__func__)))
+        # A GPU copies a CPU input to the devices on background streams (`torch.device(index)`,
+        # `torch.Stream`), which virtual devices do not have; the copies are the `_scatter` above.
+        scatter = vars(functions.Scatter)["forward"].__func__
+
+        def scatter_without_streams(ctx, *args):
+            available = torch.accelerator.is_available
+            torch.accelerator.is_available = lambda: False
+            try:
+                return scatter(ctx, *args)
+            finally:
+                torch.accelerator.is_available = available
+
+        self.set(functions.Scatter, "forward", staticmethod(scatter_without_streams))
 
     def _under_mode(self, forward):
         mode = self.mode
