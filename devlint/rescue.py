@@ -23,6 +23,8 @@ from devlint.suppressions import parse as parse_suppressions
 
 RENAMED = "non_blocking"
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # as LibCST and the tokenizer count lines
+# `async` then `=` (not `==`), perhaps across lines or comments: only such a file is tokenized.
+_MAYBE = re.compile(r"\basync\b[\s\\]*(?:#[^\r\n]*[\s\\]*)*=(?!=)")
 _SKIPPED = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)
 
 
@@ -95,7 +97,7 @@ def _opens_call(bracket: str, before: list[tokenize.TokenInfo]) -> bool:
 def findings(text: str, config, rules, suppressions: Suppressions | None = None) -> list[Finding]:
     """DL017's findings in `text` when it is among `rules`, less those a `# noqa` silences."""
     rule = next((r for r in rules if r.code == "DL017"), None)
-    if rule is None or "async" not in text:
+    if rule is None or not _MAYBE.search(text):
         return []
     found = rule.findings_in(text)
     if found and not config.ignore_noqa:

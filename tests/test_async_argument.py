@@ -4,7 +4,6 @@ reported beside the syntax error and renamed by --fix, which then checks the res
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -42,6 +41,10 @@ def test_async_arguments_are_call_arguments_only(source, expected):
     assert found == expected
 
 
+def test_a_comment_between_async_and_the_equals_sign_is_still_found():
+    assert where(check("import torch\ny = y.cuda(async  # old\n    = True)\n")) == [("DL017", 2, 12)]
+
+
 def test_the_statement_end_is_known_for_a_noqa_on_its_last_line():
     [argument] = async_arguments("y = f(\n    async=True,\n)\nz = 1\n")
     assert (argument.end.line, argument.end.column, argument.last_line) == (2, 14, 3)
@@ -75,6 +78,10 @@ def test_not_selected_it_is_the_plain_syntax_error_of_before(options):
     result = check(OLD, **options)
     assert result.error.line == 3 and result.findings == []
     assert check(OLD, fix=True, **options).fixed_source is None
+
+
+def test_a_noqa_on_the_last_line_of_the_statement_silences_it():
+    assert check("import torch\ny = y.cuda(\n    async=True,\n)  # noqa: DL017\n").findings == []
 
 
 @pytest.mark.parametrize("comment", ["  # noqa: DL017", "  # noqa", ""])
