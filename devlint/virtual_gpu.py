@@ -892,17 +892,18 @@ class _Patches:
             self.set(cls, "forward", staticmethod(self._under_mode(vars(cls)["forward"].__func__)))
         # A GPU copies a CPU input to the devices on background streams (`torch.device(index)`,
         # `torch.Stream`), which virtual devices do not have; the copies are the `_scatter` above.
-        scatter = vars(functions.Scatter)["forward"].__func__
+        scatter, accelerator = vars(functions.Scatter)["forward"].__func__, getattr(torch, "accelerator", None)
 
         def scatter_without_streams(ctx, *args):
-            available = torch.accelerator.is_available
-            torch.accelerator.is_available = lambda: False
+            available = accelerator.is_available
+            accelerator.is_available = lambda: False
             try:
                 return scatter(ctx, *args)
             finally:
-                torch.accelerator.is_available = available
+                accelerator.is_available = available
 
-        self.set(functions.Scatter, "forward", staticmethod(scatter_without_streams))
+        if accelerator is not None:  # (torch >= 2.6, whose Scatter asks torch.accelerator)
+            self.set(functions.Scatter, "forward", staticmethod(scatter_without_streams))
 
     def _under_mode(self, forward):
         mode = self.mode
