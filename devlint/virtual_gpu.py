@@ -25,8 +25,9 @@ methods and even property getters such as ``Tensor.device.__get__``) without cha
 type. So the virtual device is a side table keyed by the tensor's identity (weak references: an entry
 dies with its tensor); the mode tags each result with the device it would have on a GPU and answers the
 device properties from the table. What the mode does not see is patched for the duration of the context
-only and restored on exit: ``nn.Parameter`` creation, ``torch.load``/``torch.save`` (location tags), the
-``torch.cuda`` and ``torch.accelerator`` queries and the legacy ``torch.cuda.*Tensor`` types.
+only and restored on exit: ``nn.Parameter`` creation (and PyTorch 0.3's ``Variable``),
+``torch.load``/``torch.save`` (location tags), the ``torch.cuda`` and ``torch.accelerator`` queries and
+the legacy ``torch.cuda.*Tensor`` types.
 
 Tensors made outside the mode (before the context, or by autograd in C++ such as gradients) have no
 virtual device and are treated as belonging to any device: they never cause a mixed-device error. A
