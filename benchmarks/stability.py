@@ -4,8 +4,9 @@
     python benchmarks/stability.py --corpus DIR   # any folder (it is copied, never modified)
 
 Runs `devlint --fix --unsafe-fixes` on a copy and reports: files, findings per rule, crashes (internal
-errors), files that compiled before and no longer compile after fixing, and fixes still applicable
-after a second pass. Exits 1 unless the last three are all zero.
+errors), files that compiled before and no longer compile after fixing, files that compile only after
+fixing (DL017's `x.cuda(async=True)`), and fixes still applicable after a second pass. Exits 1 when
+there is a crash, a file no longer compiling, or a fix left.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def check(folder: str, every: int = 1) -> dict:
         crashes = [line for run in (before, fixed, second) for line in run.stderr.splitlines()
                    if "internal error" in line]
         broken = sorted(os.path.relpath(p, copy) for p in compiled_before if not compiles(p))
+        rescued = sorted(os.path.relpath(p, copy) for p in files if p not in compiled_before and compiles(p))
         return {
             "files": len(files),
             "findings per rule": dict(sorted(collections.Counter(f["code"] for f in findings).items())),
@@ -81,6 +83,7 @@ def check(folder: str, every: int = 1) -> dict:
                                                  and "internal error" not in line]),
             "crashes": crashes,
             "files no longer compiling after --fix": broken,
+            "files compiling only after --fix (DL017)": rescued,
             "fixes left after a second pass": second.stdout.count("\n+++ "),
             "seconds (lint + fix)": round(elapsed, 1),
         }

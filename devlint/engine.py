@@ -70,7 +70,7 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
         if refusal is None:
             result.notice = str(cannot_parse(exc.message))
         else:
-            result.error = refusal
+            result.error, result.findings = _explained(text, refusal, config, path)
         return result
     except RecursionError:
         result.error = FileError("too deeply nested to analyse (recursion limit reached)")
@@ -137,6 +137,27 @@ def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> FileError | None:
     except (ValueError, RecursionError, MemoryError):
         return FileError(f"SyntaxError: {exc.message}", exc.raw_line, exc.raw_column + 1)
     return None
+
+
+def _explained(text: str, error: FileError, config: Config, path: str) -> tuple[FileError, list[Finding]]:
+    """A syntax error and the DL017 findings that explain it (devlint.rescue). With --fix, the
+    error is the one that remains once those are renamed: the file did not parse even so."""
+    from devlint import rescue
+
+    rules = config.rules_for(path)
+    found = rescue.findings(text, config, rules)
+    if config.fix and not config.add_noqa and found:
+        renamed, applied = rescue.rescue(text, config, rules)
+        try:
+            parse_quietly(renamed)
+        except SyntaxError as remaining:
+            if remaining.lineno is not None and remaining.offset is not None:
+                column = rescue.original_column(remaining.lineno, remaining.offset, applied)
+                error = FileError(f"{type(remaining).__name__}: {remaining.msg}", remaining.lineno, column)
+            found = [rescue.not_applied(f) for f in found]
+        except (ValueError, RecursionError, MemoryError):
+            pass
+    return error, found
 
 
 def lint_text(text: str, config: Config, rules: tuple | None = None, project=None) -> list[Finding]:
@@ -293,9 +314,15 @@ def fixable(finding: Finding, config: Config) -> bool:
 def fix_text(text: str, config: Config, rules: tuple | None = None,
              project=None) -> tuple[str, list[Finding], list[Finding]]:
     """Fix, re-lint, repeat until nothing applicable remains: (text, applied, remaining findings)."""
+    rules = config.rules() if rules is None else rules
     applied_all: list[Finding] = []
     current = text
-    seen = {_digest(text)}  # digests, not texts: a long chain of passes over a big file
+    if "async" in text and not config.add_noqa:
+        from devlint.rescue import rescue
+
+        # `x.cuda(async=True)` does not parse: renamed first, the file is then checked as usual (DL017).
+        current, applied_all = rescue(text, config, rules)
+    seen = {_digest(current)}  # digests, not texts: a long chain of passes over a big file
     passes = 0
     budget = MAX_FIX_PASSES  # set from the first pass's findings: each pass applies at least one
     can_define = True  # False once the device definition could not be spliced into this file

@@ -39,6 +39,7 @@ from devlint.engine import FixDidNotConverge, TooDeeplyNested, add_noqa_text, fi
 from devlint.model import Edit, FileError, FileResult, Finding, Position
 from devlint.prefilter import TooComplex, parse_quietly
 from devlint.report import PARTLY_CHECKED
+from devlint.rescue import rescue_cells
 from devlint.rules.discarded_tensor_move import MOVES
 
 # Cell magics whose body is Python run by the kernel: the body is checked, the `%%` line masked.
@@ -132,10 +133,16 @@ def check_notebook(path: str, data: bytes, config) -> FileResult:
     if language is not None and language.lower() not in ("python", "python3", "ipython", "ipython3"):
         result.notice = f"skipped: not a Python notebook (language: {language})"
         return result
-    prepared = prepare(notebook["cells"], config.fix_options.device_name)
-    skipped = list(prepared.skipped)
     rules = config.rules_for(path)
-    sources: dict[int, str] = {}
+    rescued = rescue_cells(notebook["cells"], config, rules)  # DL017: `x.cuda(async=True)` renamed
+    prepared = prepare(rescued.cells, config.fix_options.device_name)
+    if still := rescued.renamed.keys() & {index for index, _ in prepared.skipped}:
+        # Renamed, those cells still do not parse: they are left as written.
+        rescued = rescue_cells(notebook["cells"], config, rules, keep=still)
+        prepared = prepare(rescued.cells, config.fix_options.device_name)
+    skipped = list(prepared.skipped)
+    result.findings, result.applied = rescued.findings, rescued.applied
+    sources: dict[int, str] = dict(rescued.renamed)  # a cell a fix changes too gets its text below
     for unit in [prepared.main, *prepared.files]:
         is_main = unit is prepared.main
         try:

@@ -25,8 +25,9 @@ methods and even property getters such as ``Tensor.device.__get__``) without cha
 type. So the virtual device is a side table keyed by the tensor's identity (weak references: an entry
 dies with its tensor); the mode tags each result with the device it would have on a GPU and answers the
 device properties from the table. What the mode does not see is patched for the duration of the context
-only and restored on exit: ``nn.Parameter`` creation, ``torch.load``/``torch.save`` (location tags), the
-``torch.cuda`` and ``torch.accelerator`` queries and the legacy ``torch.cuda.*Tensor`` types.
+only and restored on exit: ``nn.Parameter`` creation (and PyTorch 0.3's ``Variable``),
+``torch.load``/``torch.save`` (location tags), the ``torch.cuda`` and ``torch.accelerator`` queries and
+the legacy ``torch.cuda.*Tensor`` types.
 
 Tensors made outside the mode (before the context, or by autograd in C++ such as gradients) have no
 virtual device and are treated as belonging to any device: they never cause a mixed-device error. A
@@ -766,7 +767,23 @@ class _Patches:
         self._legacy_types()
         self._data_parallel()
         self._generator()
+        self._variable()
         del mode
+
+    def _variable(self) -> None:
+        """`Variable(x)` of PyTorch 0.3 code (a plain tensor since 0.4) is made in C++, unseen by the
+        mode: it is on the device of `x`, as `nn.Parameter(x)` is."""
+        mode = self.mode
+        base_new = torch._C._LegacyVariableBase.__new__
+
+        def __new__(cls, *args, **kwargs):
+            variable = base_new(cls, *args, **kwargs)
+            data = args[0] if args else kwargs.get("data")
+            if isinstance(data, torch.Tensor):
+                mode.table.set(variable, mode.dev(data))
+            return variable
+
+        self.set(torch.autograd.Variable, "__new__", staticmethod(__new__))
 
     def _generator(self) -> None:
         """torch.Generator(device="cuda") makes a CPU generator that says it is on the device."""
@@ -874,6 +891,20 @@ class _Patches:
         for cls_name in ("Scatter", "Gather", "Broadcast", "ReduceAddCoalesced"):
             cls = getattr(functions, cls_name)
             self.set(cls, "forward", staticmethod(self._under_mode(vars(cls)["forward"].__func__)))
+        # A GPU copies a CPU input to the devices on background streams (`torch.device(index)`,
+        # `torch.Stream`), which virtual devices do not have; the copies are the `_scatter` above.
+        scatter, accelerator = vars(functions.Scatter)["forward"].__func__, getattr(torch, "accelerator", None)
+
+        def scatter_without_streams(ctx, *args):
+            available = accelerator.is_available
+            accelerator.is_available = lambda: False
+            try:
+                return scatter(ctx, *args)
+            finally:
+                accelerator.is_available = available
+
+        if accelerator is not None:  # (torch >= 2.6, whose Scatter asks torch.accelerator)
+            self.set(functions.Scatter, "forward", staticmethod(scatter_without_streams))
 
     def _under_mode(self, forward):
         mode = self.mode

@@ -31,6 +31,15 @@ def fix(source: str, select: str = "ALL", unsafe: bool = False, **options) -> st
     return fix_text(source, config)[0]
 
 
+def parses(source: str) -> bool:
+    """Whether Python reads `source` (DL017's examples do not: they show code only --fix makes valid)."""
+    try:
+        compile(source, "<example>", "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True
+
+
 def count_checks(monkeypatch) -> list[str]:
     """The paths the runner checks (not served from the cache) from now on in this test."""
     from devlint import runner

@@ -26,7 +26,7 @@ from devlint.rules._device import (
     device_source,
     script_evidence,
 )
-from tests.helpers import ROOT, fix, lint
+from tests.helpers import ROOT, fix, lint, parses
 
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 MODULE_DEVICE = DEVICE + "\n"
@@ -321,7 +321,8 @@ def _fixed_texts():
     for rule in ALL_RULES:
         select = getattr(rule, "EXAMPLES_SELECT", rule.code)
         for case in rule.INVALID:
-            yield f"{rule.code}:{case.code[:30]!r}", case.code, select
+            if parses(case.code):
+                yield f"{rule.code}:{case.code[:30]!r}", case.code, select
     for path in sorted(ROOT.glob("tests/fixtures/DL*/*.py")):
         yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"), "ALL"
     yield "semseg-like", SEMSEG_LIKE, "ALL"

@@ -6,24 +6,27 @@ Every unmarked line of a fixture asserts "not flagged".
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from devlint.config import Config
-from devlint.engine import fix_text, lint_text
+from devlint.engine import check_source, fix_text, lint_text
 from devlint.report import finding_line
 from tests.helpers import expected_markers
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CASES = sorted(p for p in FIXTURES.glob("DL*/*.py"))
+# unparsed/: files that do not parse until --fix (DL017), kept apart from the fixtures other tests
+# read as Python
+CASES = sorted(p for p in FIXTURES.glob("DL*/*.py")) + sorted(FIXTURES.glob("unparsed/DL*/*.py"))
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_markers_match_findings(path):
     source = path.read_text()
-    found = {(f.start.line, f.code) for f in lint_text(source, Config(select=("ALL",)))}
+    found = {(f.start.line, f.code) for f in _lint(source, Config(select=("ALL",)))}
     assert found == expected_markers(source)
 
 
@@ -31,7 +34,7 @@ def test_markers_match_findings(path):
 def test_snapshot(path, request):
     source = path.read_text()
     config = Config(select=("ALL",), fix=True, unsafe_fixes=True)
-    findings = lint_text(source, config)
+    findings = _lint(source, replace(config, fix=False))
     fixed, _, remaining = fix_text(source, config)
     cst.parse_module(fixed)
     assert fix_text(fixed, config)[0] == fixed, "a second --fix must change nothing"
@@ -44,3 +47,13 @@ def test_snapshot(path, request):
         stored.write_text(snapshot)
     assert stored.exists(), f"no snapshot for {path.name}: run pytest --update-snapshots and review it"
     assert snapshot == stored.read_text()
+
+
+def _lint(source: str, config: Config):
+    """The findings; for a fixture that does not parse (DL017), those reported beside its syntax error."""
+    try:
+        return lint_text(source, config)
+    except cst.ParserSyntaxError:
+        result = check_source("-", source.encode(), config)
+        assert result.error is not None and result.error.message.startswith("SyntaxError")
+        return result.findings

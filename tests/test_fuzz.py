@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from devlint.config import Config
 from devlint.complexity import run_with_big_stack
 from devlint.engine import _deep_recursion, check_source, fixable, lint_text
+from devlint.rescue import rescue
 from devlint.source import decode
 
 hypothesmith = pytest.importorskip("hypothesmith")
@@ -72,6 +73,10 @@ SNIPPETS = [
     "def make():\n    class R(nn.Module):\n        def __init__(self):\n            super().__init__()\n"
     "            self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
     "        def forward(self, {n}):\n            return {n}.cuda() + torch.ones(1, device='cuda')\n    return R",
+    # DL017: PyTorch 0.3 code that does not parse until --fix renames the argument
+    "{n} = {n}.cuda(async=True)",
+    "{n} = Variable({n}.to(device, async=True))  # noqa: DL004",
+    "{n}.copy_(src,\n    async=False)",
 ]
 
 
@@ -118,7 +123,12 @@ def _check(source: str, data: bytes | None = None) -> None:
     # The change stays inside the fixed findings' lines, plus inserted definition lines.
     touched: set[int] = set()
     with _deep_recursion():  # as check_source runs it: deep but allowed code needs the big stack
-        findings = run_with_big_stack(lint_text, source, CONFIG)
+        try:
+            findings = run_with_big_stack(lint_text, source, CONFIG)
+        except cst.ParserSyntaxError:  # DL017's `async=`: renamed first, then fixed like any file
+            renamed, findings = rescue(source, CONFIG, CONFIG.rules())
+            assert findings, "a file that does not parse was fixed"
+            findings = findings + run_with_big_stack(lint_text, renamed, CONFIG)
     # Fixes that are display-only in the first pass may become fixable in the next one: DL004 gives
     # `device = "cuda"` a CPU fallback (`device` then holds a device), and an inserted device definition
     # imports torch (which a fix writing `torch.` needs).

@@ -13,14 +13,15 @@ from devlint.config import Config
 from devlint.context import FileContext
 from devlint.prefilter import summarise
 from devlint.rules import ALL_RULES
+from tests.helpers import parses
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(ROOT.glob("tests/fixtures/DL*/*.py")) + sorted(ROOT.glob("examples/*.py")) + sorted(
     ROOT.glob("devlint/**/*.py")
 )
-SNIPPETS = [example for rule in ALL_RULES for example in rule.VALID] + [
+SNIPPETS = [s for s in [example for rule in ALL_RULES for example in rule.VALID] + [
     case.code for rule in ALL_RULES for case in rule.INVALID
-]
+] if parses(s)]
 
 
 def _both_ways(source: str, monkeypatch) -> tuple[list, list]:

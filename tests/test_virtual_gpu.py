@@ -440,3 +440,24 @@ def test_single_process_distributed_data_parallel(tmp_path):
             assert ddp(torch.randn(3, 4)).is_cuda  # DDP moves CPU inputs to device_ids[0], as on a GPU
         finally:
             dist.destroy_process_group()
+
+
+def test_a_variable_of_pytorch_0_3_code_is_on_the_device_of_its_tensor():
+    from torch.autograd import Variable
+
+    with virtual_gpu():
+        x = torch.zeros(2, device="cuda")
+        assert Variable(x).device == x.device and Variable(x, requires_grad=True).requires_grad
+        assert Variable(torch.zeros(2)).device == torch.device("cpu")
+        # so a loss of two Variables on the device is no mixed-device error
+        assert torch.nn.functional.mse_loss(Variable(x), Variable(x + 1)).is_cuda
+
+
+def test_data_parallel_copies_a_cpu_input_to_the_devices():
+    torch.manual_seed(0)
+    with virtual_gpu():
+        m = torch.nn.Linear(4, 1).cuda()
+        x = torch.randn(6, 4)
+        expected = m(x.cuda())
+        y = torch.nn.DataParallel(m)(x)  # a GPU copies it on background streams
+        assert y.is_cuda and torch.equal(y.cpu(), expected.cpu())

@@ -35,6 +35,7 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DL008", "cuda-visible-devices-misuse", True, "cuda_visible_devices_misuse",
              "CudaVisibleDevicesMisuse"),
     RuleInfo("DL015", "cuda-only-api", False, "cuda_only_api", "CudaOnlyApi"),
+    RuleInfo("DL017", "cuda-async-argument", True, "cuda_async_argument", "CudaAsyncArgument"),
     RuleInfo("DL100", "unused-noqa", False, "unused_noqa", "UnusedNoqa"),
 )
 INFO_BY_CODE: dict[str, RuleInfo] = {info.code: info for info in RULES}
