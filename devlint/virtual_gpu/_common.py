@@ -19,16 +19,6 @@ _INVALID_ORDINAL = (
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
 )
 
-# Ops that take a CPU 0-dim tensor as an operand in TensorIterator's "CPU scalar" way are allowed by
-# default; these do not allow it (seen on an H100: clamp with a 0-dim CPU min raises).
-_NO_CPU_SCALAR = {
-    "clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_",
-    "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "embedding",
-    "matmul", "mm", "bmm", "linear", "einsum", "cat", "concat", "concatenate", "stack", "equal",
-    "allclose", "isclose", "cross_entropy", "nll_loss", "index_add", "index_add_", "take",
-    "take_along_dim", "searchsorted", "bucketize",
-}
-
 # Functions that compare or describe tensors without computing on them: no device check, no tag.
 _PASS = {
     "_has_compatible_shallow_copy_type", "is_same_size", "is_set_to", "data_ptr", "untyped_storage",
@@ -83,7 +73,6 @@ def _to_float32(obj, depth=0):
     return obj
 
 
-_MIXED = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
 
 
 _CONSTRUCTORS: set | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
+from devlint.virtual_gpu import decide
 from devlint.virtual_gpu._common import (
     _AUTOCAST_ANY,
     _AUTOCAST_KEEP_INPUT_DTYPE,
@@ -12,8 +13,6 @@ from devlint.virtual_gpu._common import (
     _HOST_ARGS,
     _HOST_OUTPUTS,
     _INVALID_ORDINAL,
-    _MIXED,
-    _NO_CPU_SCALAR,
     _PASS,
     CPU,
     _constructors,
@@ -107,25 +106,26 @@ class VirtualGPU(TorchFunctionMode):
                 self.tag(o, dev, depth + 1)
         return obj
 
-    def common(self, tensors, allow_cpu_scalar=True):
-        __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
-        known = []
+    def tag_new(self, obj, dev, depth=0):
+        """Like tag, but leaves tensors that already have a device (the probe's decision) as they are."""
+        if dev is None or isinstance(dev, tuple):
+            return obj
+        if isinstance(obj, torch.Tensor):
+            if self.table.get(obj) is None:
+                self.table.set(obj, dev)
+        elif depth < 2 and isinstance(obj, (list, tuple)):
+            for o in obj:
+                self.tag_new(o, dev, depth + 1)
+        return obj
+
+    def devices_of(self, tensors):
+        """The virtual devices of `tensors` in order of first appearance (untagged ones left out)."""
+        seen = []
         for t in tensors:
             d = self.table.get(t)
-            if d is not None:
-                known.append((d, t))
-        if not known:
-            return None
-        if allow_cpu_scalar and any(d != CPU for d, _ in known):
-            kept = [(d, t) for d, t in known if not (d == CPU and t.dim() == 0)]
-            if kept:
-                known = kept
-        first = known[0][0]
-        for d, _ in known[1:]:
-            if d != first:
-                a, b = _name(first), _name(d)
-                raise _dev_error(RuntimeError, _MIXED.format(a, b), (a, b))
-        return first
+            if d is not None and d not in seen:
+                seen.append(d)
+        return seen
 
     # ---- the mode ------------------------------------------------------------------------------
     def __torch_function__(self, func, types_, args=(), kwargs=None):
@@ -209,7 +209,10 @@ class VirtualGPU(TorchFunctionMode):
             for k, a in kwargs.items():
                 if not (k in host[1] and self._host_ok(a, name)):
                     _tensors(a, inputs)
-        common = self.common(inputs, allow_cpu_scalar=name not in _NO_CPU_SCALAR)
+        devs = self.devices_of(inputs)
+        # One device: nothing to check. Several: the operators PyTorch runs for this call decide (decide.py).
+        mixed = len(devs) > 1
+        common = (next((d for d in devs if d != CPU), devs[0]) if mixed else devs[0]) if devs else None
         autocast_to = None
         if (name in _AUTOCAST_ANY and isinstance(common if target is None else target, int)
                 and (common if target is None else target) >= 0 and torch.is_autocast_enabled("cuda")):
@@ -221,13 +224,13 @@ class VirtualGPU(TorchFunctionMode):
                 autocast_to = torch.get_autocast_dtype("cuda")
             elif name in _AUTOCAST_KEEP_INPUT_DTYPE and first is not None:
                 autocast_to = first.dtype
-        res = func(*args, **kwargs)
+        res = decide.run_mixed(self, func, args, kwargs) if mixed else func(*args, **kwargs)
         if autocast_to is not None and isinstance(res, torch.Tensor) and res.is_floating_point():
             res = res.to(autocast_to)
         if target is None:
             target = common if common is not None else (CPU if not inputs else None)
         if target is not None and not isinstance(target, tuple):
-            self.tag(res, target)
+            (self.tag_new if mixed and "device" not in kwargs else self.tag)(res, target)
             for i in _HOST_OUTPUTS.get(name, ()):
                 if isinstance(res, (tuple, list)) and len(res) > i:
                     self.tag(res[i], CPU)
@@ -238,6 +241,10 @@ class VirtualGPU(TorchFunctionMode):
             return True
         if name in ("lstm", "gru", "rnn_tanh", "rnn_relu") and not (a.dtype == torch.int64 and a.dim() == 1):
             return False  # position 1 is the hidden state unless the input is packed (batch_sizes)
+        if name == "ctc_loss":
+            # LossCTC.cpp moves targets to log_probs' device ("as a service for the user") and reads the
+            # lengths on the host: none of the three takes part in a device check, on either device.
+            return True
         d = self.dev(a)
         return d is None or d == CPU
 
