@@ -10,6 +10,8 @@ import torch
 
 from devlint.virtual_gpu._common import _dev_error
 
+_TorchStream = torch.Stream  # the class, before torch.Stream is patched for the context
+
 
 def patch_cuda(self) -> None:
     mode = self.mode
@@ -95,9 +97,22 @@ def patch_cuda(self) -> None:
         def elapsed_time(self, end):
             return (end.t - self.t) * 1000.0
 
-    class Stream:
+    class Stream(_TorchStream):
+        # A torch.Stream (of the CPU) so that Tensor.record_stream's argument parser accepts it.
+        def __new__(cls, device=None, priority=0, **kw):
+            return _TorchStream.__new__(cls, device="cpu")
+
         def __init__(self, device=None, priority=0, **kw):
-            self.device = torch.device("cuda", mode.current)
+            idx = mode.current if device is None else device
+            self._index = idx if isinstance(idx, int) else (mode.parse(idx, check=False) or 0)
+
+        @property
+        def device(self):
+            return torch.device("cuda", self._index)
+
+        @property
+        def device_type(self):
+            return 1  # DeviceType::CUDA
 
         def synchronize(self):
             pass
@@ -198,8 +213,43 @@ def patch_accelerator(self) -> None:
         "synchronize": lambda device=None: torch.cuda.synchronize(device),
         "current_stream": lambda device=None: torch.cuda.current_stream(device),
         "set_stream": lambda stream: None,
+        "device_index": lambda device: torch.cuda.device(device),
     }
     for k, v in patches.items():
         if hasattr(acc, k):
             self.set(acc, k, v)
+    # torch.Stream(index) resolves the accelerator: DataParallel's Scatter makes its copy streams so.
+    self.set(torch, "Stream", lambda device=None, priority=0, **kw: torch.cuda.Stream(device, priority))
+
+
+def patch_install(self) -> None:
+    """What a CUDA install answers beyond torch.cuda: the CUDA version torch was built with, cuDNN,
+    NVTX ranges (no-ops that return what the real ones do: the range depth, or a range id)."""
+    self.set(torch.version, "cuda", "13.0")
+    self.set(torch.backends.cudnn, "is_available", lambda: True)
+    self.set(torch.backends.cudnn, "version", lambda: 91002)
+    depth = [0]
+
+    def range_push(msg):
+        depth[0] += 1
+        return depth[0] - 1
+
+    def range_pop():
+        if depth[0] == 0:
+            return -1
+        depth[0] -= 1
+        return depth[0]
+
+    @contextlib.contextmanager
+    def nvtx_range(msg, *args, **kwargs):
+        range_push(msg)
+        try:
+            yield
+        finally:
+            range_pop()
+
+    nvtx = torch.cuda.nvtx
+    for name, fn in (("range_push", range_push), ("range_pop", range_pop), ("range", nvtx_range),
+                     ("mark", lambda msg: None), ("range_start", lambda msg: 1), ("range_end", lambda rid: None)):
+        self.set(nvtx, name, fn)
 

@@ -213,5 +213,6 @@ _HANDLERS = {
     "is_pinned": _h_is_pinned,
     "type": _h_type,
     "__repr__": _h_repr,
+    "record_stream": lambda mode, func, args, kwargs: None,  # virtual streams: nothing to order
 }
 

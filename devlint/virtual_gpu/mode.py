@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
-from devlint.virtual_gpu import decide
+from devlint.virtual_gpu import decide, divergences
 from devlint.virtual_gpu._common import (
     _AUTOCAST_ANY,
     _AUTOCAST_KEEP_INPUT_DTYPE,
@@ -186,6 +186,9 @@ class VirtualGPU(TorchFunctionMode):
 
     def _generic(self, func, name, args, kwargs):
         __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
+        if func is torch.device and len(args) == 1 and isinstance(args[0], int) and not isinstance(args[0], bool):
+            # A bare index names the accelerator's device (the CPU build has none to resolve it).
+            return torch.device("cuda", args[0])
         target = None
         if kwargs.get("device") is None and func in _constructors():
             # torch.set_default_device("cuda") acts below this mode: give the device here.
@@ -213,6 +216,8 @@ class VirtualGPU(TorchFunctionMode):
         # One device: nothing to check. Several: the operators PyTorch runs for this call decide (decide.py).
         mixed = len(devs) > 1
         common = (next((d for d in devs if d != CPU), devs[0]) if mixed else devs[0]) if devs else None
+        divergences.check_generator(kwargs, target if target is not None else common if common is not None
+                                    else (CPU if not inputs else None))
         autocast_to = None
         if (name in _AUTOCAST_ANY and isinstance(common if target is None else target, int)
                 and (common if target is None else target) >= 0 and torch.is_autocast_enabled("cuda")):

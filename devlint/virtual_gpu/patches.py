@@ -12,7 +12,7 @@ import torch
 import torch.serialization as _serialization
 from torch import nn
 
-from devlint.virtual_gpu import cuda_api
+from devlint.virtual_gpu import cuda_api, divergences, workers
 from devlint.virtual_gpu._common import CPU, _dev_error
 
 if TYPE_CHECKING:
@@ -81,10 +81,14 @@ class _Patches:
         self._parameter()
         self._cuda()
         self._accelerator()
+        self._install()
+        divergences.patch_all(self)
         self._serialization()
         self._legacy_types()
         self._data_parallel()
         self._generator()
+        workers.patch_threads(self)
+        workers.patch_spawn(self)
         del mode
 
     def _generator(self) -> None:
@@ -225,6 +229,7 @@ class _Patches:
 
     _cuda = cuda_api.patch_cuda
     _accelerator = cuda_api.patch_accelerator
+    _install = cuda_api.patch_install
 
     def _serialization(self) -> None:
         mode = self.mode
