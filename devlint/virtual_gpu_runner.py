@@ -6,11 +6,13 @@ torch) only when a script is run under the virtual GPU.
 
 from __future__ import annotations
 
+import builtins
 import os
 import runpy
 import sys
 import sysconfig
 import traceback
+import types
 
 _DEVLINT_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -98,8 +100,29 @@ def _print_user_traceback(exc: BaseException) -> None:
     print("".join(te.format()), end="", file=sys.stderr)
 
 
-def run_script(script: str, args: list[str] | tuple[str, ...], devices: int = 1, virtual: bool = True) -> int:
-    """Run `script` as __main__ (like `python SCRIPT ARGS`), under the virtual GPU when `virtual`.
+def _run_main_file(path: str) -> None:
+    """Execute the file at `path` as __main__, the way `python SCRIPT` does: sys.argv[0] stays as the user
+    typed it (runpy.run_path would make it the absolute path), __file__ is absolute, and the module is
+    sys.modules["__main__"] while it runs (pickle and spawned workers find its classes there)."""
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = builtins
+    main.__spec__ = None
+    with open(path, "rb") as f:  # bytes: compile() honours the file's encoding declaration
+        code = compile(f.read(), path, "exec", dont_inherit=True)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)  # noqa: S102 - running the user's script is the point
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
+def run_script(script: str | None, args: list[str] | tuple[str, ...], devices: int = 1, virtual: bool = True,
+               module: str | None = None) -> int:
+    """Run `script` as __main__ (like `python SCRIPT ARGS`), or with `module` like `python -m MODULE ARGS`,
+    under the virtual GPU when `virtual`.
 
     Returns the exit status: the script's own on SystemExit, 1 after a device error or another exception.
     """
@@ -111,10 +134,14 @@ def run_script(script: str, args: list[str] | tuple[str, ...], devices: int = 1,
         except ImportError as exc:
             print(f"devlint: error: --virtual-gpu needs PyTorch (the CPU build is enough): {exc}", file=sys.stderr)
             return 2
-    path = os.path.abspath(script)
     old_argv, old_path = sys.argv[:], sys.path[:]
-    sys.argv = [script, *args]
-    sys.path.insert(0, os.path.dirname(path))
+    if module is None:
+        path = os.path.abspath(script)
+        sys.argv = [script, *args]
+        sys.path.insert(0, os.path.dirname(path))
+    else:
+        sys.argv = [module, *args]  # run_module(alter_sys=True) makes it the module's file, as -m does
+        sys.path.insert(0, os.getcwd())
     try:
         if virtual:
             from devlint.virtual_gpu import virtual_gpu
@@ -122,7 +149,10 @@ def run_script(script: str, args: list[str] | tuple[str, ...], devices: int = 1,
         else:
             ctx = contextlib.nullcontext()
         with ctx:
-            runpy.run_path(path, run_name="__main__")
+            if module is None:
+                _run_main_file(path)
+            else:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
         code = e.code
         if code is None:
