@@ -70,6 +70,16 @@ def _rule_hint(exc: BaseException) -> str | None:
     return None
 
 
+def _origin_line(exc: BaseException) -> str | None:
+    """Where the stray tensor of a device error got its device (devlint.virtual_gpu.provenance)."""
+    origin = getattr(exc, "_devlint_origin", None)
+    if not origin:
+        return None
+    from devlint.virtual_gpu.provenance import describe
+
+    return describe(origin)
+
+
 def device_error_report(exc: BaseException) -> str | None:
     """The lines devlint prints for a device error raised under the virtual GPU; None for other errors."""
     vg = sys.modules.get("devlint.virtual_gpu")
@@ -84,6 +94,9 @@ def device_error_report(exc: BaseException) -> str | None:
     lines = [f"devlint: device error at {place}: {type(exc).__name__}: {first}"]
     if len(devices) == 2:
         lines.append(f"devlint: the two devices: {devices[0]} and {devices[1]}")
+    origin = _origin_line(exc)
+    if origin:
+        lines.append(f"devlint: {origin}")
     hint = _rule_hint(exc)
     if hint:
         lines.append(f"devlint: rule that covers this pattern: {hint}")

@@ -104,10 +104,12 @@ def _name(d: int | None) -> str:
     return "cpu" if d is None or d == CPU else f"cuda:{d}"
 
 
-def _dev_error(exc_type, message: str, devices=None):
+def _dev_error(exc_type, message: str, devices=None, origin=None):
+    """A device error; `origin` is where the stray tensor got its device (provenance.origin_of)."""
     exc = exc_type(message)
     exc._devlint_virtual_gpu = True  # type: ignore[attr-defined]
     exc._devlint_devices = tuple(devices) if devices else ()  # type: ignore[attr-defined]
+    exc._devlint_origin = origin  # type: ignore[attr-defined]
     return exc
 
 
@@ -119,10 +121,11 @@ def device_error_info(exc: BaseException) -> tuple[str, ...] | None:
 
 
 class _Table:
-    """Virtual device of each tensor, keyed by identity; entries die with their tensors."""
+    """Virtual device of each tensor, keyed by identity; entries die with their tensors. Each entry
+    also keeps where the tensor got its device (provenance.py): ("created" or "moved", file, line)."""
 
     def __init__(self) -> None:
-        self._d: dict[int, tuple[weakref.ref, int]] = {}
+        self._d: dict[int, tuple] = {}
         self._lock = threading.Lock()
 
     def get(self, t) -> int | None:
@@ -131,14 +134,22 @@ class _Table:
             return None
         return e[1]
 
-    def set(self, t, dev: int | None) -> None:
+    def site(self, t):
+        e = self._d.get(id(t))
+        if e is None or e[0]() is not t:
+            return None
+        return e[2]
+
+    def set(self, t, dev: int | None, site=None) -> None:
         if dev is None:
             return
         key = id(t)
         e = self._d.get(key)
         if e is not None and e[0]() is t:
-            if e[1] != dev:
-                self._d[key] = (e[0], dev)
+            # A tensor keeps the site that gave it its device: an in-place op returning it does not
+            # replace it, a move to another device does.
+            if e[1] != dev or (site is not None and e[2] is None):
+                self._d[key] = (e[0], dev, site if site is not None else e[2])
             return
         d = self._d
 
@@ -148,12 +159,12 @@ class _Table:
                 del d[key]
 
         try:
-            self._d[key] = (weakref.ref(t, gone), dev)
+            self._d[key] = (weakref.ref(t, gone), dev, site)
         except TypeError:
             pass
 
     def live(self):
-        for ref, dev in list(self._d.values()):
+        for ref, dev, _ in list(self._d.values()):
             t = ref()
             if t is not None:
                 yield t, dev

@@ -34,6 +34,7 @@ import torch
 from torch._C import DispatchKey
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from devlint.virtual_gpu import provenance
 from devlint.virtual_gpu._common import CPU, _dev_error, _name
 from devlint.virtual_gpu.kernel_checks import KERNEL_CHECKS
 
@@ -298,8 +299,14 @@ def _fake_rule(mode, named, func):
     return common
 
 
-def run_mixed(mode, func, args, kwargs):
-    """Run one call whose tensors are on several devices; raises what the GPU raises."""
+def run_mixed(mode, func, args, kwargs, inputs=()):
+    """Run one call whose tensors are on several devices; raises what the GPU raises, naming where the
+    stray among `inputs` (the call's own tensors, which carry the user's sites) got its device."""
     __tracebackhide__ = True
-    with Probe(mode):
-        return func(*args, **kwargs)
+    try:
+        with Probe(mode):
+            return func(*args, **kwargs)
+    except Exception as e:
+        if getattr(e, "_devlint_virtual_gpu", False) and getattr(e, "_devlint_origin", None) is None:
+            e._devlint_origin = provenance.origin_of(mode, *inputs)
+        raise

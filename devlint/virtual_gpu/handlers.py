@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from devlint.virtual_gpu import provenance
 from devlint.virtual_gpu._common import CPU, _dev_error, _name
 
 
@@ -17,7 +18,8 @@ def _move(mode, t, target, func_kwargs):
     if func_kwargs.get("memory_format") is not None:
         kw["memory_format"] = func_kwargs["memory_format"]
     res = torch.Tensor.to(t, "cpu", dtype, bool(func_kwargs.get("non_blocking", False)), copy or moving, **kw)
-    mode.table.set(res, target if target is not None else cur)
+    mode.table.set(res, target if target is not None else cur,
+                   provenance.user_site("moved") if moving else provenance.user_site())
     return res
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch.overrides import TorchFunctionMode
 
-from devlint.virtual_gpu import decide, divergences
+from devlint.virtual_gpu import decide, divergences, provenance
 from devlint.virtual_gpu._common import (
     _AUTOCAST_ANY,
     _AUTOCAST_KEEP_INPUT_DTYPE,
@@ -96,26 +96,25 @@ class VirtualGPU(TorchFunctionMode):
             return ("other", d)
         return None
 
-    def tag(self, obj, dev, depth=0):
+    def tag(self, obj, dev, depth=0, site=None):
         if dev is None or isinstance(dev, tuple):
             return obj
         if isinstance(obj, torch.Tensor):
-            self.table.set(obj, dev)
+            self.table.set(obj, dev, site)
         elif depth < 2 and isinstance(obj, (list, tuple)):
             for o in obj:
-                self.tag(o, dev, depth + 1)
+                self.tag(o, dev, depth + 1, site)
         return obj
 
-    def tag_new(self, obj, dev, depth=0):
+    def tag_new(self, obj, dev, depth=0, site=None):
         """Like tag, but leaves tensors that already have a device (the probe's decision) as they are."""
         if dev is None or isinstance(dev, tuple):
             return obj
         if isinstance(obj, torch.Tensor):
-            if self.table.get(obj) is None:
-                self.table.set(obj, dev)
+            self.table.set(obj, self.table.get(obj) if self.table.get(obj) is not None else dev, site)
         elif depth < 2 and isinstance(obj, (list, tuple)):
             for o in obj:
-                self.tag_new(o, dev, depth + 1)
+                self.tag_new(o, dev, depth + 1, site)
         return obj
 
     def devices_of(self, tensors):
@@ -229,13 +228,14 @@ class VirtualGPU(TorchFunctionMode):
                 autocast_to = torch.get_autocast_dtype("cuda")
             elif name in _AUTOCAST_KEEP_INPUT_DTYPE and first is not None:
                 autocast_to = first.dtype
-        res = decide.run_mixed(self, func, args, kwargs) if mixed else func(*args, **kwargs)
+        res = decide.run_mixed(self, func, args, kwargs, inputs) if mixed else func(*args, **kwargs)
         if autocast_to is not None and isinstance(res, torch.Tensor) and res.is_floating_point():
             res = res.to(autocast_to)
         if target is None:
             target = common if common is not None else (CPU if not inputs else None)
         if target is not None and not isinstance(target, tuple):
-            (self.tag_new if mixed and "device" not in kwargs else self.tag)(res, target)
+            site = provenance.user_site() if isinstance(res, (torch.Tensor, list, tuple)) else None
+            (self.tag_new if mixed and "device" not in kwargs else self.tag)(res, target, site=site)
             for i in _HOST_OUTPUTS.get(name, ()):
                 if isinstance(res, (tuple, list)) and len(res) > i:
                     self.tag(res[i], CPU)

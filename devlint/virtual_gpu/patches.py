@@ -220,7 +220,7 @@ class _Patches:
         def __new__(cls, data=None, requires_grad=True):
             p = orig_fn(cls, data, requires_grad)
             if isinstance(data, torch.Tensor):
-                mode.table.set(p, mode.dev(data))
+                mode.table.set(p, mode.dev(data), mode.table.site(data))
             elif data is None:
                 mode.table.set(p, CPU)
             return p
