@@ -219,7 +219,8 @@ def patch_accelerator(self) -> None:
         if hasattr(acc, k):
             self.set(acc, k, v)
     # torch.Stream(index) resolves the accelerator: DataParallel's Scatter makes its copy streams so.
-    self.set(torch, "Stream", lambda device=None, priority=0, **kw: torch.cuda.Stream(device, priority))
+    # (the virtual stream class itself, so that isinstance(s, torch.Stream) keeps working)
+    self.set(torch, "Stream", torch.cuda.Stream)
 
 
 def patch_install(self) -> None:

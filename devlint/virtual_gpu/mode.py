@@ -185,7 +185,8 @@ class VirtualGPU(TorchFunctionMode):
 
     def _generic(self, func, name, args, kwargs):
         __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
-        if func is torch.device and len(args) == 1 and isinstance(args[0], int) and not isinstance(args[0], bool):
+        if (func is torch.device and len(args) == 1 and isinstance(args[0], int) and not isinstance(args[0], bool)
+                and self.devices > 0):
             # A bare index names the accelerator's device (the CPU build has none to resolve it).
             return torch.device("cuda", args[0])
         target = None
