@@ -51,6 +51,10 @@ RAISES = [  # (id, call, text of the GPU's message)
      "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same"),
     ("block_diag", lambda: torch.block_diag(_g(2, 2), torch.ones(2, 2)),
      "torch.block_diag: input tensors must all be on the same device"),
+    # The GPU's take_along_dim checks first ("Expected tensor to have cpu Device"); here the gather it
+    # runs raises (a composite over remainder.Scalar, whose wrapped scalar once broke the probe).
+    ("take_along_dim CPU indices", lambda: torch.take_along_dim(_g(3, 4), torch.tensor([[0], [1], [2]]), dim=1),
+     "but got index is on cpu"),
     ("index_select CPU self, CUDA index", lambda: torch.index_select(torch.ones(3), 0, torch.tensor([0], device="cuda")),
      "but got index is on cuda:0"),
 ]

@@ -181,9 +181,18 @@ class Probe(TorchDispatchMode):
             res = func(*args, **kwargs)
             # A factory inside a kernel allocates with an input's options: the kernel's home device.
             return mode.tag(res, self.home[-1]) if "device" in kwargs else res
-        if kind == _COMPOSITE:
-            key = next(k for k in _COMPOSITE_KEYS
-                       if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), k))
+        key = None
+        if kind == _COMPOSITE and len({d for d in (mode.dev(n[1]) for n in named) if d is not None}) > 1:
+            # Only a mix is followed into the kernel's body (its one device is the answer otherwise):
+            # inside, Python scalars wrapped as tensors reach the mode unwrapped, which some kernels'
+            # inner calls (remainder.Scalar -> remainder.Tensor) cannot take back.
+            key = next((k for k in _COMPOSITE_KEYS
+                        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), k)), None)
+        elif kind == _COMPOSITE:
+            kind = _FREE
+        if key is None and kind == _COMPOSITE:
+            kind = _UNKNOWN
+        if key is not None:
             self.home.append(_first_device(mode, named))
             try:
                 with self:
