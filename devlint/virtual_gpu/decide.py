@@ -197,10 +197,17 @@ class Probe(TorchDispatchMode):
             try:
                 with self:
                     res = func._op_dk(getattr(DispatchKey, key), *args, **kwargs)
+            except Exception as e:
+                if getattr(e, "_devlint_virtual_gpu", False):
+                    raise
+                # The body could not be followed under a dispatch mode (a wrapped scalar, say): decide
+                # this op as FakeTensor does; an error of the op's own is raised again by the call below.
+                kind = _UNKNOWN
+            else:
+                _tag_untagged(mode, res, _first_device(mode, named), overwrite=False)
+                return res
             finally:
                 self.home.pop()
-            _tag_untagged(mode, res, _first_device(mode, named), overwrite=False)
-            return res
         if kind == _EXACT:
             common = _exact(mode, named, method)
         elif kind == _ITER:
