@@ -86,6 +86,7 @@ from __future__ import annotations
 import contextlib
 
 from devlint.virtual_gpu._common import CPU, _visible_devices, device_error_info  # noqa: F401 - public names
+from devlint.virtual_gpu.memory import parse_size, patch_memory
 from devlint.virtual_gpu.mode import VirtualGPU
 from devlint.virtual_gpu.patches import _Patches
 
@@ -93,16 +94,21 @@ __all__ = ["VirtualGPU", "device_error_info", "virtual_gpu"]
 
 
 @contextlib.contextmanager
-def virtual_gpu(devices: int = 1, honour_cuda_visible_devices: bool = True):
+def virtual_gpu(devices: int = 1, honour_cuda_visible_devices: bool = True, memory: int | str | None = None):
     """Run the body with `devices` virtual CUDA devices; yields the :class:`VirtualGPU` mode.
 
     ``CUDA_VISIBLE_DEVICES`` (when set and honoured) limits the number of devices with its real timing:
     it counts until the first ``torch.cuda.is_available()`` or CUDA allocation, and is ignored after
-    that (``device_count()`` keeps reading it, as on a GPU machine).
+    that (``device_count()`` keeps reading it, as on a GPU machine). ``memory`` (bytes, or a size such
+    as ``"24GiB"``) gives each device that much memory and raises ``torch.OutOfMemoryError`` beyond it.
     """
+    limit = parse_size(memory) if isinstance(memory, str) else memory
     mode = VirtualGPU(devices, honour_cuda_visible_devices)
+    mode.memory_limit = limit
     patches = _Patches(mode)
     patches.apply()
+    if limit is not None:
+        patch_memory(patches, limit)
     try:
         with mode:
             yield mode

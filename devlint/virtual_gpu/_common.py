@@ -127,6 +127,7 @@ class _Table:
     def __init__(self) -> None:
         self._d: dict[int, tuple] = {}
         self._lock = threading.Lock()
+        self.accounting = None  # memory.Memory when the devices have a memory limit
 
     def get(self, t) -> int | None:
         e = self._d.get(id(t))
@@ -148,20 +149,27 @@ class _Table:
         if e is not None and e[0]() is t:
             # A tensor keeps the site that gave it its device: an in-place op returning it does not
             # replace it, a move to another device does.
+            if e[1] != dev and self.accounting is not None:
+                self.accounting.tagged(key, t, dev)
             if e[1] != dev or (site is not None and e[2] is None):
                 self._d[key] = (e[0], dev, site if site is not None else e[2])
             return
         d = self._d
 
-        def gone(_ref, key=key, d=d):
+        def gone(_ref, key=key, d=d, table=self):
             cur = d.get(key)
             if cur is not None and cur[0] is _ref:
                 del d[key]
+                if table.accounting is not None:
+                    table.accounting.gone(key)
 
         try:
-            self._d[key] = (weakref.ref(t, gone), dev, site)
+            ref = weakref.ref(t, gone)
         except TypeError:
-            pass
+            return
+        if self.accounting is not None:
+            self.accounting.tagged(key, t, dev)
+        self._d[key] = (ref, dev, site)
 
     def live(self):
         for ref, dev, _ in list(self._d.values()):

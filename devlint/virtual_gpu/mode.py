@@ -38,6 +38,7 @@ class VirtualGPU(TorchFunctionMode):
         self._frozen: int | None = None
         self.current = 0
         self.table = _Table()
+        self.memory_limit: int | None = None  # bytes per device (memory.py), None: not accounted
         self.pinned = _Table()  # tensors made by pin_memory() (the CPU build cannot pin)
 
     def visible_now(self) -> int:
