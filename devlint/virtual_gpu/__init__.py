@@ -59,6 +59,14 @@ CPU ``.grad`` assigned to a CUDA parameter        raises ``attempting to assign 
 
 (*) LossCTC.cpp moves the targets to ``log_probs``' device and reads the lengths on the host.
 
+Beyond the mode
+---------------
+Every thread and spawned or forked worker runs on the virtual GPU (``workers.py``); a device error
+names where the stray tensor got its device (``provenance.py``); ``memory=`` gives each device a
+memory size and raises ``torch.OutOfMemoryError`` beyond it (``memory.py``); the CUDA version, cuDNN,
+NVTX, ``Variable``, generators and ``set_rng_state`` answer as on a GPU machine (``cuda_api.py``,
+``divergences.py``).
+
 Known limits
 ------------
 * GPU numerics are not reproduced: TF32 matmuls, fp16/bf16 CUDA kernels, nondeterministic atomics and

@@ -167,6 +167,8 @@ class Probe(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         __tracebackhide__ = True  # pytest shows the user's frames, not the virtual GPU's
         kwargs = kwargs or {}
+        if not isinstance(func, torch._ops.OpOverload):  # a higher-order operator: no schema to read
+            return func(*args, **kwargs)
         kind, method = kind_of(func)
         mode = self.mode
         named = _named_tensors(func, args, kwargs)
