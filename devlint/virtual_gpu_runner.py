@@ -77,7 +77,7 @@ def _origin_line(exc: BaseException) -> str | None:
         return None
     from devlint.virtual_gpu.provenance import describe
 
-    return describe(origin)
+    return describe(origin, user_frame(exc))
 
 
 def device_error_report(exc: BaseException) -> str | None:

@@ -29,6 +29,12 @@ class Scaled(torch.nn.Module):
 def moved(lin, x):
     y = x.cpu()
     return lin(y)
+
+
+def discarded(lin):
+    y = torch.ones(2, 3)
+    y.cuda()
+    return lin(y)
 '''
 
 
@@ -57,3 +63,6 @@ def test_report_names_the_line_that_made_or_moved_the_stray_tensor(tmp_path):
         assert "plain tensor attribute" in text
         text = _report(lambda: mod.moved(m.lin, x))
         assert "the cpu tensor was moved to cpu at" in text and "model_prov.py:16 (`y = x.cpu()`)" in text
+        text = _report(lambda: mod.discarded(m.lin))
+        assert "model_prov.py:21 (`y = torch.ones(2, 3)`); `y.cuda()` at line 22 throws the moved tensor away: " \
+            "DL003 (discarded-tensor-move)" in text

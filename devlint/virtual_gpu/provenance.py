@@ -79,10 +79,30 @@ def origin_of(mode, *tensors):
 
 
 _ATTRIBUTE = re.compile(r"^\s*self\.\w+\s*=")
+_ASSIGNED = re.compile(r"^\s*((?:self\.)?\w+)\s*=[^=]")
 
 
-def describe(origin) -> str | None:
-    """The report's line for an error's origin record."""
+def _discarded_move(file: str, created: int, error_at) -> str | None:
+    """A bare `name.cuda()` / `name.to(...)` statement between the creation and the failing line of the
+    same file: the move whose result was thrown away (devlint's DL003 flags it)."""
+    m = _ASSIGNED.match(linecache.getline(file, created))
+    if not m or not error_at or os.path.abspath(error_at[0]) != os.path.abspath(file):
+        return None
+    bare = re.compile(rf"^\s*{re.escape(m.group(1))}\.(?:cuda|to)\(.*\)\s*(?:#.*)?$")
+    for n in range(created + 1, min(error_at[1], created + 200)):
+        text = linecache.getline(file, n)
+        if _ASSIGNED.match(text) and _ASSIGNED.match(text).group(1) == m.group(1):
+            return None  # rebound: a later move took effect
+        if bare.match(text):
+            from devlint.rules import RULES
+
+            code = next((f"{r.code} ({r.name})" for r in RULES if r.name == "discarded-tensor-move"), "")
+            return f"`{text.strip()}` at line {n} throws the moved tensor away{': ' + code if code else ''}"
+    return None
+
+
+def describe(origin, error_at=None) -> str | None:
+    """The report's line for an error's origin record; `error_at` is the (file, line) that failed."""
     if not origin:
         return None
     dev, kind, file, line = origin
@@ -93,4 +113,7 @@ def describe(origin) -> str | None:
         msg += f" (`{text}`)"
     if kind == "created" and _ATTRIBUTE.match(text):
         msg += ", a plain tensor attribute, which `model.to()` and `model.cuda()` do not move"
+    discarded = _discarded_move(file, line, error_at)
+    if discarded:
+        msg += f"; {discarded}"
     return msg
