@@ -7,7 +7,9 @@ CPU (device "cpu") and under `virtual_gpu()` (device "cuda"); one torch thread, 
 each, alternating so that a busy machine hurts both alike. Not part of the test suite.
 
 Measured (torch 2.13.0+cpu, CPython 3.11, a 2-core machine shared with other work): 200 steps,
-plain CPU 0.12-0.19 s, virtual GPU 0.23-0.42 s: overhead 1.9-2.2x, within the issue's 3x. The
+plain CPU 0.12-0.19 s, virtual GPU 0.23-0.42 s: overhead 1.9-2.2x, within the issue's 3x. With the
+provenance records (issue 25: the user's line for each tensor, provenance.py; about 5% of the virtual
+run in a profile), on the same machine under heavier load: plain 0.52 s, virtual 1.24-1.25 s, 2.4x. The
 losses are identical (the arithmetic is the CPU's). A generated pytest suite of 20 small training
 tests took 6.1 s plain and 5.4 s with --virtual-gpu (whole processes, best of 3; the difference is noise
 of the shared machine: interpreter start and the torch import dominate a small suite).

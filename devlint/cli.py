@@ -429,24 +429,60 @@ def rule(code: str | None, show_all: bool) -> None:
     click.echo(f"# {found.code} {found.name}\n\n{found.documentation()}")
 
 
+def _top_level_module_exists(module: str) -> bool:
+    """Whether MODULE's top-level package can be found from here (as `python -m` looks: the current
+    directory first); the top level only, so that no package's code runs before the virtual GPU does."""
+    import importlib.util
+
+    top = module.split(".", 1)[0]
+    if not top.isidentifier():
+        return False
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path.pop(0)
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--virtual-gpu", "use_virtual_gpu", is_flag=True,
               help="Run on devlint's virtual GPU: CUDA devices simulated on the CPU build of torch.")
 @click.option("--devices", type=click.IntRange(min=0), default=1, show_default=True,
               help="Number of virtual CUDA devices (with --virtual-gpu).")
-@click.argument("script", type=click.Path(dir_okay=False))
+@click.option("--gpu-memory", metavar="SIZE",
+              help="Memory of each virtual device (e.g. 24GiB, 16GB): beyond it, torch.OutOfMemoryError.")
+@click.option("-m", "module", metavar="MODULE", help="Run a module as `python -m MODULE` does (no SCRIPT then).")
+@click.argument("script", required=False, type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(use_virtual_gpu: bool, devices: int, script: str, args: tuple[str, ...]) -> None:
-    """Run SCRIPT as __main__ (`devlint run --virtual-gpu train.py --epochs 1`).
+def run(use_virtual_gpu: bool, devices: int, gpu_memory: str | None, module: str | None, script: str | None,
+        args: tuple[str, ...]) -> None:
+    """Run SCRIPT as __main__ (`devlint run --virtual-gpu train.py --epochs 1`, or `-m package.module`).
 
     Under --virtual-gpu, the first device error (mixed devices in an op, .numpy() of a GPU tensor, ...)
     prints the script's file and line, the two devices and the rule that covers it, then exits 1.
     """
-    from devlint.virtual_gpu_runner import run_script  # imports torch only when a script is run
+    from devlint.virtual_gpu_runner import parse_memory, run_script  # imports torch only when a script is run
 
+    memory = None
+    if gpu_memory is not None:
+        if not use_virtual_gpu:
+            _fail("--gpu-memory needs --virtual-gpu")
+        memory = parse_memory(gpu_memory)
+        if memory is None:
+            _fail(f"--gpu-memory: not a memory size: {gpu_memory!r} (examples: 24GiB, 16GB, 512MiB)")
+    if module is not None:
+        if not _top_level_module_exists(module):
+            _fail(f"{module}: no such module")
+        # Everything after MODULE is the module's own arguments, as with `python -m MODULE ARGS`.
+        args = ((script,) if script is not None else ()) + args
+        sys.exit(run_script(None, list(args), devices=devices, virtual=use_virtual_gpu, module=module, memory=memory))
+    if script is None:
+        _fail("give a SCRIPT to run, or -m MODULE")
     if not os.path.isfile(script):
         _fail(f"{script}: no such file")
-    sys.exit(run_script(script, list(args), devices=devices, virtual=use_virtual_gpu))
+    sys.exit(run_script(script, list(args), devices=devices, virtual=use_virtual_gpu, memory=memory))
 
 
 def _fail(message: str) -> None:

@@ -22,6 +22,8 @@ def pytest_addoption(parser):
                     help="Run the tests on devlint's virtual GPU (CUDA devices simulated on the CPU build).")
     group.addoption("--virtual-gpu-devices", type=int, default=1, metavar="N",
                     help="Number of virtual CUDA devices [default: 1].")
+    group.addoption("--virtual-gpu-memory", default=None, metavar="SIZE",
+                    help="Memory of each virtual device (e.g. 16GiB): beyond it, torch.OutOfMemoryError.")
 
 
 def pytest_configure(config):
@@ -32,8 +34,15 @@ def pytest_configure(config):
     except ImportError as exc:
         raise pytest.UsageError(f"--virtual-gpu needs PyTorch (the CPU build is enough): {exc}") from None
 
+    memory = config.getoption("virtual_gpu_memory", default=None)
+    if memory is not None:
+        from devlint.virtual_gpu_runner import parse_memory
+
+        if parse_memory(memory) is None:
+            raise pytest.UsageError(f"--virtual-gpu-memory: not a memory size: {memory!r} (examples: 16GiB, 512MiB)")
+        memory = parse_memory(memory)
     stack = contextlib.ExitStack()
-    stack.enter_context(virtual_gpu(devices=config.getoption("virtual_gpu_devices")))
+    stack.enter_context(virtual_gpu(devices=config.getoption("virtual_gpu_devices"), memory=memory))
     setattr(config, _STACK_KEY, stack)
 
 

@@ -6,11 +6,13 @@ torch) only when a script is run under the virtual GPU.
 
 from __future__ import annotations
 
+import builtins
 import os
 import runpy
 import sys
 import sysconfig
 import traceback
+import types
 
 _DEVLINT_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -68,6 +70,16 @@ def _rule_hint(exc: BaseException) -> str | None:
     return None
 
 
+def _origin_line(exc: BaseException) -> str | None:
+    """Where the stray tensor of a device error got its device (devlint.virtual_gpu.provenance)."""
+    origin = getattr(exc, "_devlint_origin", None)
+    if not origin:
+        return None
+    from devlint.virtual_gpu.provenance import describe
+
+    return describe(origin, user_frame(exc))
+
+
 def device_error_report(exc: BaseException) -> str | None:
     """The lines devlint prints for a device error raised under the virtual GPU; None for other errors."""
     vg = sys.modules.get("devlint.virtual_gpu")
@@ -82,6 +94,9 @@ def device_error_report(exc: BaseException) -> str | None:
     lines = [f"devlint: device error at {place}: {type(exc).__name__}: {first}"]
     if len(devices) == 2:
         lines.append(f"devlint: the two devices: {devices[0]} and {devices[1]}")
+    origin = _origin_line(exc)
+    if origin:
+        lines.append(f"devlint: {origin}")
     hint = _rule_hint(exc)
     if hint:
         lines.append(f"devlint: rule that covers this pattern: {hint}")
@@ -98,8 +113,41 @@ def _print_user_traceback(exc: BaseException) -> None:
     print("".join(te.format()), end="", file=sys.stderr)
 
 
-def run_script(script: str, args: list[str] | tuple[str, ...], devices: int = 1, virtual: bool = True) -> int:
-    """Run `script` as __main__ (like `python SCRIPT ARGS`), under the virtual GPU when `virtual`.
+def _run_main_file(path: str) -> None:
+    """Execute the file at `path` as __main__, the way `python SCRIPT` does: sys.argv[0] stays as the user
+    typed it (runpy.run_path would make it the absolute path), __file__ is absolute, and the module is
+    sys.modules["__main__"] while it runs (pickle and spawned workers find its classes there)."""
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = builtins
+    main.__spec__ = None
+    with open(path, "rb") as f:  # bytes: compile() honours the file's encoding declaration
+        code = compile(f.read(), path, "exec", dont_inherit=True)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)  # noqa: S102 - running the user's script is the point
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
+def parse_memory(text: str) -> int | None:
+    """Bytes of a size such as '24GiB' or '16GB', None when it is not one (no torch import)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    units = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+             "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+    if m is None or m.group(2).lower() not in units:
+        return None
+    return int(float(m.group(1)) * units[m.group(2).lower()])
+
+
+def run_script(script: str | None, args: list[str] | tuple[str, ...], devices: int = 1, virtual: bool = True,
+               module: str | None = None, memory: int | None = None) -> int:
+    """Run `script` as __main__ (like `python SCRIPT ARGS`), or with `module` like `python -m MODULE ARGS`,
+    under the virtual GPU when `virtual`.
 
     Returns the exit status: the script's own on SystemExit, 1 after a device error or another exception.
     """
@@ -111,18 +159,25 @@ def run_script(script: str, args: list[str] | tuple[str, ...], devices: int = 1,
         except ImportError as exc:
             print(f"devlint: error: --virtual-gpu needs PyTorch (the CPU build is enough): {exc}", file=sys.stderr)
             return 2
-    path = os.path.abspath(script)
     old_argv, old_path = sys.argv[:], sys.path[:]
-    sys.argv = [script, *args]
-    sys.path.insert(0, os.path.dirname(path))
+    if module is None:
+        path = os.path.abspath(script)
+        sys.argv = [script, *args]
+        sys.path.insert(0, os.path.dirname(path))
+    else:
+        sys.argv = [module, *args]  # run_module(alter_sys=True) makes it the module's file, as -m does
+        sys.path.insert(0, os.getcwd())
     try:
         if virtual:
             from devlint.virtual_gpu import virtual_gpu
-            ctx = virtual_gpu(devices=devices)
+            ctx = virtual_gpu(devices=devices, memory=memory)
         else:
             ctx = contextlib.nullcontext()
         with ctx:
-            runpy.run_path(path, run_name="__main__")
+            if module is None:
+                _run_main_file(path)
+            else:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
         code = e.code
         if code is None:
