@@ -36,8 +36,8 @@ def offset(offsets: list[int], position: Position) -> int:
     return offsets[position.line - 1] + position.column
 
 
-def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=None, define=None
-                ) -> tuple[str, list[Finding]]:
+def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=None, define=None,
+                project=None) -> tuple[str, list[Finding]]:
     """Apply the fixes, defining the device where those that need one run (see devlint.rules._device).
 
     A definition goes at module level after the imports, or into the function that runs the fix
@@ -46,13 +46,14 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
     pass, which finds the definition bound and reuses it. A pass that defines the device at module
     level defines none in functions: the next pass reuses the module's where it reaches.
     (`apply` and `define` stand for `apply_edits` and `define_device`: the engine passes its own
-    names, which tests may replace.)
+    names, which tests may replace. `project`: the file's view of the project index, which the
+    placement asks whether other files import this one, as the rules did.)
     """
     apply = apply or apply_edits
     define = define or define_device
     if not any(f.fix.needs_device for f in findings):
         return apply(text, findings)
-    ctx = FileContext(cst.parse_module(text), options)
+    ctx = FileContext(cst.parse_module(text), options, project)
     module, options = ctx.module, ctx.options  # names as Python reads them (devlint.identifiers)
     name = definition_name(options.device_name, has_star_import(module))
     if name is None:

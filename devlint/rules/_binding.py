@@ -285,7 +285,10 @@ def _dynamic_write(ctx: FileContext, name: str, inserted: bool) -> str | None:
             return f"`setattr` (line {_line(ctx, call)}) may rebind `{name}`"
     for attribute in ctx.nodes(cst.Attribute):
         if attribute.attr.value == name and _is_target(ctx, attribute) and _namespace(ctx, attribute.value, inserted):
-            return f"`{_short(ctx, attribute)} = ...` (line {_line(ctx, attribute)}) rebinds `{name}`"
+            if _namespace(ctx, attribute.value, False):
+                return f"`{_short(ctx, attribute)} = ...` (line {_line(ctx, attribute)}) rebinds `{name}`"
+            return (f"`{_short(ctx, attribute)} = ...` (line {_line(ctx, attribute)}) binds a builtin `{name}`: a "
+                    "module-level definition would shadow it for this file's reads")
     for subscript in ctx.nodes(cst.Subscript):
         if (_is_target(ctx, subscript) and dotted_name(subscript.value) == "__builtins__" and inserted
                 and not ctx.binds("__builtins__")):
