@@ -66,6 +66,8 @@ S5 = {
                         "net = Net()\nm = torch.jit.script(net)\nprint(m(torch.ones(2)))\n", "`Net`"),
     "script-method": ("import torch\n\n\nclass Net(torch.jit.ScriptModule):\n    @torch.jit.script_method\n"
                       "    def forward(self, x):\n        return x.cuda()\n\n\nprint(Net()(torch.ones(2)))\n", "`forward`"),
+    "method": ("import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n\n\n"
+               "f = torch.jit.script(Net.forward)\n", "`forward`"),
     "class": ("import torch\n\n\n@torch.jit.script\nclass P:\n    def __init__(self, x: torch.Tensor):\n"
               "        self.x = x.cuda()\n", "`P`"),
 }

@@ -151,6 +151,9 @@ def _scripted_argument(ctx: FileContext, value: cst.BaseExpression, definitions)
         return [d for v in values if v is not None for d in _scripted_argument(ctx, v, definitions)]
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
         return [d for d in definitions.get(value.func.value, ()) if isinstance(d, cst.ClassDef)]
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):  # `Net.forward`
+        return [d for c in definitions.get(value.value.value, ()) if isinstance(c, cst.ClassDef)
+                for d in definitions.get(value.attr.value, ()) if ctx.parent(ctx.parent(d)) is c]
     return []
 
 
@@ -178,8 +181,8 @@ def imported_by_project(ctx: FileContext) -> tuple[str, ...] | None:
     """The project files that import this one (None: unknown, a project too big to list); () when the
     file is checked without a path (stdin) or nothing imports it."""
     view = ctx.project
-    if view is None:
-        return ()
+    if view is None or not view.path.endswith(".py"):
+        return ()  # stdin; a notebook, which no file imports
     found = ctx.__dict__.get("_binding_importers", False)
     if found is False:
         from devlint.importers import importers
