@@ -250,8 +250,8 @@ def _run_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
         value = value.args[0].value
     if isinstance(value, cst.IfExp):
         test = value.test
-        checks = [c for c in _calls_in(test) if (dotted_name(c.func) or "").endswith("cuda.is_available")]
-        return bool(checks) and isinstance(test, cst.Call) and _run_device(ctx, value.body)
+        return (isinstance(test, cst.Call) and "torch.cuda.is_available" in ctx.qualified_names(test.func)
+                and _run_device(ctx, value.body))
     return string_value(value) in ("cuda", "cuda:0")
 
 
