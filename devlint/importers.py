@@ -3,9 +3,9 @@ placement (a module-level definition that queries CUDA would run at their import
 `if __name__ == "__main__":` block says.
 
 The project is the folder the index already takes for its root (devlint.project: the nearest folder
-above holding `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`, else the top package's folder).
-Once per process and root, its `.py` files are listed (hidden folders, `__pycache__`, `node_modules`
-and `site-packages` left out) and the names each imports read with a regular expression (any import
+above holding `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`; without one, the top package's
+folder and only the packages below it). Once per process and root, its `.py` files are listed
+(hidden folders, `__pycache__`, `node_modules` and `site-packages` left out) and the names each imports read with a regular expression (any import
 statement, also one inside a function or a string: more importers only make placement more careful).
 A query resolves, as the index does, only the names that mention the module's name: each dotted
 prefix (`import pkg.models` runs `pkg/__init__.py` too). A project too large to list answers
@@ -20,7 +20,7 @@ import re
 from devlint.identifiers import identifier
 from devlint.project import _ROOT_MARKERS, ProjectIndex, ProjectView, digest
 
-MAX_FILES = 20_000
+MAX_FILES = 10_000
 MAX_BYTES = 4 * 1024 * 1024
 _SKIPPED = frozenset({"__pycache__", "node_modules", "site-packages"})
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n;#]+)", re.M)
@@ -30,16 +30,19 @@ _NAME = re.compile(r"[\w.]+")
 _projects: dict[str, list[tuple[str, tuple[str, ...]]] | None] = {}
 
 
-def project_root(path: str, index: ProjectIndex) -> str:
+def project_root(path: str, index: ProjectIndex) -> tuple[str, bool]:
+    """(the folder to look in, whether it is a marked project root). Without a marker (a script in a
+    home folder), only the top package's folder and the packages below it: not every folder below."""
     roots = index.search_roots(path)
-    return next((r for r in roots if any(os.path.exists(os.path.join(r, m)) for m in _ROOT_MARKERS)), roots[0])
+    marked = next((r for r in roots if any(os.path.exists(os.path.join(r, m)) for m in _ROOT_MARKERS)), None)
+    return (marked, True) if marked is not None else (roots[0], False)
 
 
 def importers(view: ProjectView) -> tuple[str, ...] | None:
     """The project files that import the checked file (`view.path`); None when the project is too big to
     list. Each one found is recorded in `view.used`, so a cached result is checked again when it changes."""
     path = view.path
-    files = _project(project_root(path, view.index))
+    files = _project(*project_root(path, view.index))
     if files is None:
         return None
     stem = os.path.splitext(os.path.basename(path))[0]
@@ -70,19 +73,16 @@ def _resolves_to(resolver: ProjectView, name: str, origin: str, target: str) -> 
     return False
 
 
-def _project(root: str):
+def _project(root: str, marked: bool):
     if root not in _projects:
-        files: list[tuple[str, tuple[str, ...]]] | None = []
+        paths: list[str] = []
         for folder, folders, names in os.walk(root):
-            folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in _SKIPPED)
-            for name in sorted(names):
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    files.append((path, _imported(path)))
-            if len(files) > MAX_FILES:
-                files = None
+            folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in _SKIPPED and (
+                marked or os.path.isfile(os.path.join(folder, f, "__init__.py"))))
+            paths += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
+            if len(paths) > MAX_FILES:
                 break
-        _projects[root] = files
+        _projects[root] = None if len(paths) > MAX_FILES else [(p, _imported(p)) for p in paths]
     return _projects[root]
 
 

@@ -170,6 +170,32 @@ def test_any_import_from_the_project_makes_it_a_library(tmp_path, importer):
     assert f"\n{DEVICE}\n" not in _fixed(path)
 
 
+def test_without_a_project_marker_only_the_folder_and_its_packages_are_looked_in(tmp_path):
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "old.py").write_text("import model\n")  # not a package: not looked in
+    assert _fixed(tmp_path / "model.py").startswith(f"import torch\n\n{DEVICE}\n")
+    (tmp_path / "train.py").write_text("import model\n")
+    other = tmp_path / "copy"
+    other.mkdir()
+    (other / "model.py").write_text(MODEL)
+    (other / "train.py").write_text("import model\n")
+    assert f"\n{DEVICE}\n" not in _fixed(other / "model.py")
+
+
+def test_a_project_too_large_to_list_counts_as_importing(tmp_path, monkeypatch):
+    from devlint import importers
+
+    monkeypatch.setattr(importers, "MAX_FILES", 2)
+    _project(tmp_path, {"model.py": MODEL.replace("    print(Net().cuda()(make_input()).shape)\n",
+                                                  "    y = torch.ones(2).cuda()\n    device = torch.device('cpu')\n"),
+                        "a.py": "", "b.py": ""})
+    path = tmp_path / "model.py"
+    result = check_source(str(path), path.read_bytes(), Config(select=("DL001",)))
+    [title] = [f.fix.title for f in result.findings if f.start.line == 18]
+    assert "the project is too large to tell whether other files import this one" in title
+
+
 def test_a_main_block_site_of_a_library_says_why_when_nothing_can_be_placed(tmp_path):
     # the main block binds `device` after the site: no local definition there, none at module level
     source = MODEL.replace("    print(Net().cuda()(make_input()).shape)\n",
