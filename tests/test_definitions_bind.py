@@ -59,6 +59,8 @@ S5 = {
                   "`f`"),
     "alias": ("import torch as th\nfrom torch.jit import script\n\n\n@script\ndef f(x):\n    return x.cuda()\n\n\n"
               "print(f(th.ones(2)))\n", "`f`"),
+    "renamed": ("import torch\nfrom torch.jit import script as compile_it\n\n\n@compile_it\ndef f(x):\n"
+                "    return x.cuda()\n", "`f`"),
     "call": "import torch\n\n\ndef f(x):\n    return x.cuda()\n\n\ng = torch.jit.script(f)\nprint(g(torch.ones(2)))\n",
     "called-by-scripted": ("import torch\n\n\ndef helper(x):\n    return x.cuda()\n\n\n@torch.jit.script\ndef f(x):\n"
                            "    return helper(x)\n\n\nprint(f(torch.ones(2)))\n", "`helper`"),

@@ -120,8 +120,9 @@ def _compiled(ctx: FileContext) -> set[int]:
     if found is not None:
         return found
     found = ctx.__dict__["_binding_compiled"] = set()
-    if not any(a.attr.value in ("script", "script_method") for a in ctx.nodes(cst.Attribute)) and not (
-            {"script", "script_method"} & set(ctx.names_imported_from("torch"))):
+    if not any(a.attr.value in ("script", "script_method") for a in ctx.nodes(cst.Attribute)) and not any(
+            target.rsplit(".", 1)[-1] in ("script", "script_method")
+            for targets in ctx._imports.values() for target in targets):
         return found  # the cheap common case: nothing in the file can name the scripting functions
     definitions: dict[str, list[cst.CSTNode]] = {}
     for kind in (cst.FunctionDef, cst.ClassDef):
