@@ -299,6 +299,11 @@ def test_normalised_names_are_found_everywhere_names_are_compared():
     assert fix(source) == source.replace("x.cuda()", "x.to(device)")
 
 
+def test_the_kinds_see_a_normalised_binding():
+    # `ｘ` is bound to a tensor: `x.cuda()` as a statement discards the moved copy (DL003)
+    assert "DL003" in [f.code for f in lint("import torch\n\uff58 = torch.ones(2)\nx.cuda()\n")]
+
+
 def test_a_name_whose_normal_form_is_longer_keeps_positions():
     source = "import torch\n\n\ndef f(\ufb01le, x):\n    return x.cuda()\n"  # `ﬁle` is `file`: one character more
     assert "x.to(device)" in fix(source)
