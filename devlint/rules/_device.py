@@ -79,6 +79,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.context import FileContext, target_names
+from devlint.rules._binding import library_reason, local_torch_binding
 from devlint.syntax import dotted_name, is_none, string_value
 
 
@@ -263,8 +264,6 @@ def _placement_failure(ctx: FileContext, node: cst.CSTNode, name: str, found, st
     if _module_level_runs_in_time(ctx, node, at_import):
         return _insert_failure(ctx, node, name, found) + star_note
     if script and _is_library(ctx):
-        from devlint.rules._binding import library_reason
-
         return (f"{library_reason(ctx)}: a module-level `{name}` would query CUDA when it is imported, and this "
                 "code runs in no function that could define it")
     return (f"a library module: a module-level `{name}` would query CUDA at import, and this code runs in no "
@@ -283,8 +282,6 @@ def _local_failure(ctx: FileContext, function, statement, name: str, found) -> s
     if mention is not None:
         return (f"this function also uses the outer `{name}`{_line(ctx, mention)}: a local definition would "
                 "change it")
-    from devlint.rules._binding import local_torch_binding
-
     torch_site = local_torch_binding(ctx, function)
     if torch_site is not None:
         where = _line(ctx, torch_site).strip(" ()")
@@ -650,8 +647,6 @@ def _module_level_runs_in_time(ctx: FileContext, node: cst.CSTNode, at_import: b
 
 
 def _is_library(ctx: FileContext) -> bool:
-    from devlint.rules._binding import library_reason
-
     return script_evidence(ctx) and library_reason(ctx) is not None
 
 
@@ -693,8 +688,6 @@ def _can_define_locally(ctx: FileContext, function: cst.FunctionDef, statement: 
                         name: str) -> bool:
     """Does `name = ...` right before `statement` of `function`'s body bind it for the site, changing
     nothing else and querying CUDA before no `CUDA_VISIBLE_DEVICES` setting?"""
-    from devlint.rules._binding import local_torch_binding
-
     facts = _facts(ctx)
     if any(_inside(ctx, each, function) for each in facts.mentions(name)):
         return False  # a read, `global`/`nonlocal`, or a binding the new local would change
