@@ -275,7 +275,14 @@ def _line(ctx: FileContext, node: cst.CSTNode) -> int:
 
 def _dynamic_write(ctx: FileContext, name: str, inserted: bool) -> str | None:
     """A write to the module's namespace (or, for an inserted definition, the builtins) that the scope
-    analysis does not see, by which `name` may be rebound."""
+    analysis does not see, by which `name` may be rebound. (Once per file: every fix asks.)"""
+    cache = ctx.__dict__.setdefault("_binding_dynamic", {})
+    if (name, inserted) not in cache:
+        cache[name, inserted] = _find_dynamic_write(ctx, name, inserted)
+    return cache[name, inserted]
+
+
+def _find_dynamic_write(ctx: FileContext, name: str, inserted: bool) -> str | None:
     for call in ctx.nodes(cst.Call):
         func = call.func
         if not isinstance(func, cst.Name) or ctx.binds(func.value):
@@ -355,13 +362,13 @@ def review(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> Fix:
 
 
 def _rebinding_of_written_name(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> str | None:
-    from devlint.rules._device import definition_name, definition_placement, has_star_import
+    from devlint.rules._device import _has_star_import, definition_name, definition_placement
 
     if fix.needs_device:
         placement = definition_placement(ctx, node)
         if placement is None or isinstance(placement.function, cst.FunctionDef):
             return None  # a local definition: nothing outside the function rebinds it
-        name = definition_name(ctx.options.device_name, has_star_import(ctx.module))
+        name = definition_name(ctx.options.device_name, _has_star_import(ctx))
         return rebinding(ctx, node, name, inserted=True) if name is not None else None
     name = ctx.options.device_name
     written = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)(?!\s*=[^=])")

@@ -623,6 +623,15 @@ def definition_placement(ctx: FileContext, node: cst.CSTNode) -> Placement | Non
 
 
 def _placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placement | None:
+    """(Once per site: the rule asks, then devlint.rules._binding.review and the fixer.)"""
+    cache = ctx.__dict__.setdefault("_device_placements", {})
+    key = (id(node), name, found)
+    if key not in cache:
+        cache[key] = _find_placement(ctx, node, name, found)
+    return cache[key]
+
+
+def _find_placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placement | None:
     if ctx.torch_alias is None and ctx.binds("torch"):
         return None  # `torch` names something that is not the torch module
     if _deleted(ctx, node, name) or _declared_later(ctx, node, name):
@@ -1188,7 +1197,18 @@ def _definition_reaches(ctx: FileContext, node: cst.CSTNode) -> bool:
 def insertion_index(module: cst.Module) -> int:
     """After the docstring, `__future__` imports, the leading import header (with any module-level
     `global` statements in it, and the set-up between its imports: `matplotlib.use(...)`,
-    `sys.path.insert(...)`, `try: import x` ...) and the import of torch."""
+    `sys.path.insert(...)`, `try: import x` ...) and the import of torch.
+
+    Every fix site asks, and the header's set-up may be long: the last module's answer is kept."""
+    if _last_insertion[0] is not module:
+        _last_insertion[:] = [module, _insertion_index(module)]
+    return _last_insertion[1]
+
+
+_last_insertion: list = [None, 0]
+
+
+def _insertion_index(module: cst.Module) -> int:
     body = list(module.body)
     torch_import = None
     for i, statement in enumerate(body):
