@@ -65,7 +65,7 @@ S5 = {
     "called-by-scripted": ("import torch\n\n\ndef helper(x):\n    return x.cuda()\n\n\n@torch.jit.script\ndef f(x):\n"
                            "    return helper(x)\n\n\nprint(f(torch.ones(2)))\n", "`helper`"),
     "module-instance": ("import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n\n\n"
-                        "net = Net()\nm = torch.jit.script(net)\nprint(m(torch.ones(2)))\n", "`Net`"),
+                        "net = Net()\nm = torch.jit.script(net)\nprint(m(torch.ones(2)))\n", "`forward`"),
     "script-method": ("import torch\n\n\nclass Net(torch.jit.ScriptModule):\n    @torch.jit.script_method\n"
                       "    def forward(self, x):\n        return x.cuda()\n\n\nprint(Net()(torch.ones(2)))\n", "`forward`"),
     "method": ("import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n\n\n"
@@ -88,6 +88,13 @@ def test_other_rules_fixes_in_torchscript_are_display_only_too():
     source = "import torch\n\n\n@torch.jit.script\ndef f(x):\n    return torch.ones(3, device='cuda') + x\n"
     assert fix(source, unsafe=True) == source
     assert all(f.fix.applicability is Applicability.DISPLAY_ONLY for f in lint(source) if f.fix)
+
+
+def test_the_init_of_a_scripted_module_runs_in_python_and_is_fixed():
+    source = ("import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.w = torch.ones(2).cuda()\n\n    def forward(self, x):\n        return x.cuda() + self.w\n\n\n"
+              "m = torch.jit.script(Net())\n")
+    assert [level for level, _ in _fixes(source)] == ["safe", "display-only"]
 
 
 def test_a_method_torchscript_ignores_is_fixed():

@@ -144,14 +144,17 @@ def _compiled(ctx: FileContext) -> set[int]:
 
 
 def _scripted_argument(ctx: FileContext, value: cst.BaseExpression, definitions) -> list[cst.CSTNode]:
-    """What `torch.jit.script(value)` compiles of the file: `f`, `Net`, `Net(...)`, `model` bound to `Net(...)`."""
+    """What `torch.jit.script(value)` compiles of the file: `f`, the class `Net`, the methods but `__init__` of
+    `Net(...)` or of `model` bound to `Net(...)`, the method `Net.forward`."""
     if isinstance(value, cst.Name) and value.value in definitions:
         return definitions[value.value]
     if isinstance(value, cst.Name):
         values = [ctx.assigned_value(site) for site in ctx.binding_sites.get(value.value, ())]
         return [d for v in values if v is not None for d in _scripted_argument(ctx, v, definitions)]
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-        return [d for d in definitions.get(value.func.value, ()) if isinstance(d, cst.ClassDef)]
+        # a module instance: its methods are compiled, but its `__init__` has already run in Python
+        return [m for d in definitions.get(value.func.value, ()) if isinstance(d, cst.ClassDef)
+                for m in d.body.body if isinstance(m, cst.FunctionDef) and m.name.value != "__init__"]
     if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):  # `Net.forward`
         return [d for c in definitions.get(value.value.value, ()) if isinstance(c, cst.ClassDef)
                 for d in definitions.get(value.attr.value, ()) if ctx.parent(ctx.parent(d)) is c]
