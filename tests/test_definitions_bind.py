@@ -66,6 +66,9 @@ S5 = {
                            "    return helper(x)\n\n\nprint(f(torch.ones(2)))\n", "`helper`"),
     "module-instance": ("import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n\n\n"
                         "net = Net()\nm = torch.jit.script(net)\nprint(m(torch.ones(2)))\n", "`forward`"),
+    "submodule": ("import torch\n\n\nclass Sub(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n\n\n"
+                  "class Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.sub = Sub()\n\n"
+                  "    def forward(self, x):\n        return self.sub(x)\n\n\nm = torch.jit.script(Net())\n", "`forward`"),
     "script-method": ("import torch\n\n\nclass Net(torch.jit.ScriptModule):\n    @torch.jit.script_method\n"
                       "    def forward(self, x):\n        return x.cuda()\n\n\nprint(Net()(torch.ones(2)))\n", "`forward`"),
     "method": ("import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n\n\n"

@@ -152,13 +152,31 @@ def _scripted_argument(ctx: FileContext, value: cst.BaseExpression, definitions)
         values = [ctx.assigned_value(site) for site in ctx.binding_sites.get(value.value, ())]
         return [d for v in values if v is not None for d in _scripted_argument(ctx, v, definitions)]
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-        # a module instance: its methods are compiled, but its `__init__` has already run in Python
-        return [m for d in definitions.get(value.func.value, ()) if isinstance(d, cst.ClassDef)
-                for m in d.body.body if isinstance(m, cst.FunctionDef) and m.name.value != "__init__"]
+        return _module_methods(value.func.value, definitions, set())
     if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):  # `Net.forward`
         return [d for c in definitions.get(value.value.value, ()) if isinstance(c, cst.ClassDef)
                 for d in definitions.get(value.attr.value, ()) if ctx.parent(ctx.parent(d)) is c]
     return []
+
+
+def _module_methods(name: str, definitions, seen: set[str]) -> list[cst.CSTNode]:
+    """What scripting an instance of the file's class `name` compiles: its methods, not its `__init__`
+    (which has run in Python), and so those of the file's classes its `__init__` makes (submodules)."""
+    found: list[cst.CSTNode] = []
+    seen.add(name)
+    for cls in definitions.get(name, ()):
+        if not isinstance(cls, cst.ClassDef):
+            continue
+        for method in cls.body.body:
+            if not isinstance(method, cst.FunctionDef):
+                continue
+            if method.name.value != "__init__":
+                found.append(method)
+                continue
+            for call in _calls_in(method):
+                if isinstance(call.func, cst.Name) and call.func.value in definitions and call.func.value not in seen:
+                    found += _module_methods(call.func.value, definitions, seen)
+    return found
 
 
 def _calls_in(definition: cst.CSTNode):
