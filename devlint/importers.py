@@ -23,8 +23,8 @@ from devlint.project import _ROOT_MARKERS, ProjectIndex, ProjectView, digest
 MAX_FILES = 10_000
 MAX_BYTES = 4 * 1024 * 1024
 _SKIPPED = frozenset({"__pycache__", "node_modules", "site-packages"})
-_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n;#]+)", re.M)
-_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n;#]+)", re.MULTILINE)
+_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)", re.MULTILINE)
 _NAME = re.compile(r"[\w.]+")
 
 _projects: dict[str, list[tuple[str, tuple[str, ...]]] | None] = {}

@@ -266,7 +266,7 @@ S7_INSERTED = {
 @pytest.mark.parametrize("source", S7_INSERTED.values(), ids=S7_INSERTED.keys())
 def test_an_inserted_device_that_may_be_rebound_or_shadow_a_builtin_makes_the_fix_unsafe(source):
     [(level, title)] = _fixes(source)
-    assert level == "unsafe"
+    assert level == "unsafe", title
     assert fix(source, "DL001") == source
 
 

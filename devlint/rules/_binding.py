@@ -333,13 +333,9 @@ def _only_read(ctx: FileContext, call: cst.Call) -> bool:
     parent = ctx.parent(call)
     if isinstance(parent, cst.Subscript):
         return not _is_target(ctx, parent)
-    if isinstance(parent, cst.ComparisonTarget):
+    if isinstance(parent, (cst.ComparisonTarget, cst.Comparison)):
         return True
-    if isinstance(parent, cst.Comparison):
-        return True
-    if isinstance(parent, cst.Attribute) and parent.attr.value in _GLOBALS_READS:
-        return True
-    return False
+    return isinstance(parent, cst.Attribute) and parent.attr.value in _GLOBALS_READS
 
 
 def _is_target(ctx: FileContext, node: cst.CSTNode) -> bool:
@@ -383,7 +379,11 @@ def review(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> Fix:
 
 
 def _rebinding_of_written_name(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> str | None:
-    from devlint.rules._device import _has_star_import, definition_name, definition_placement
+    from devlint.rules._device import (  # (no cycle)
+        _has_star_import,
+        definition_name,
+        definition_placement,
+    )
 
     if fix.needs_device:
         placement = definition_placement(ctx, node)
