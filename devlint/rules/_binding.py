@@ -379,7 +379,7 @@ def review(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> Fix:
 
 
 def _rebinding_of_written_name(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> str | None:
-    from devlint.rules._device import (  # (no cycle)
+    from devlint.rules._device import (  # (here: devlint.rules._device imports this module)
         _has_star_import,
         definition_name,
         definition_placement,
