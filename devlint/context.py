@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from functools import cached_property
 
@@ -10,6 +11,7 @@ from libcst._nodes.internal import CodegenState  # not re-exported; needed to re
 from libcst.metadata import Assignment, MetadataWrapper, Scope, ScopeProvider
 
 from devlint.config import FixOptions  # defined with the settings, which must not import LibCST
+from devlint.identifiers import identifier, needs_normalizing, normalized
 from devlint.model import Position
 from devlint.positions import LazyPositions
 from devlint.syntax import dotted_name, module_torch_alias, walk
@@ -31,11 +33,20 @@ class FileContext:
     """
 
     def __init__(self, module: cst.Module, options: FixOptions | None = None, project=None) -> None:
-        self.module = module
         self.options = options or FixOptions()
+        if not self.options.device_name.isascii():
+            self.options = dataclasses.replace(self.options, device_name=identifier(self.options.device_name))
         # What other files of the project define (a devlint.project.ProjectView), asked only by the
         # analyses (devlint.rules._kinds); None when the file is checked without a path (stdin "-").
         self.project = project
+        self._index(module)
+        if needs_normalizing(self.nodes(cst.Name)):
+            # Python reads `ｄｅｖｉｃｅ` as `device`: every comparison of names below must too
+            # (devlint.identifiers). Positions stay those of the file.
+            self._index(normalized(module))
+
+    def _index(self, module: cst.Module) -> None:
+        self.module = module
         self._wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.nodes_by_type: dict[type, list[cst.CSTNode]] = {}

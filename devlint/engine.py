@@ -336,7 +336,8 @@ def fix_text(text: str, config: Config, rules: tuple | None = None,
         passes += 1
         try:
             # A fix that needs a device gets its definition where it runs (see devlint.rules._device).
-            updated, applied = apply_fixes(current, chosen, config.fix_options, apply_edits, define_device)
+            updated, applied = apply_fixes(current, chosen, config.fix_options, apply_edits, define_device,
+                                           project=project)
         except UnplaceableDefinition:
             # Only the fixes that need no new definition; the others stay reported.
             can_define = False

@@ -10,6 +10,7 @@ import sys
 import libcst as cst
 
 from devlint.context import FileContext, FixOptions
+from devlint.identifiers import identifier, normalized
 from devlint.model import Edit, Finding, Position
 from devlint.rules._device import (
     MODULE_LEVEL,
@@ -35,8 +36,8 @@ def offset(offsets: list[int], position: Position) -> int:
     return offsets[position.line - 1] + position.column
 
 
-def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=None, define=None
-                ) -> tuple[str, list[Finding]]:
+def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=None, define=None,
+                project=None) -> tuple[str, list[Finding]]:
     """Apply the fixes, defining the device where those that need one run (see devlint.rules._device).
 
     A definition goes at module level after the imports, or into the function that runs the fix
@@ -45,14 +46,15 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
     pass, which finds the definition bound and reuses it. A pass that defines the device at module
     level defines none in functions: the next pass reuses the module's where it reaches.
     (`apply` and `define` stand for `apply_edits` and `define_device`: the engine passes its own
-    names, which tests may replace.)
+    names, which tests may replace. `project`: the file's view of the project index, which the
+    placement asks whether other files import this one, as the rules did.)
     """
     apply = apply or apply_edits
     define = define or define_device
     if not any(f.fix.needs_device for f in findings):
         return apply(text, findings)
-    module = cst.parse_module(text)
-    ctx = FileContext(module, options)
+    ctx = FileContext(cst.parse_module(text), options, project)
+    module, options = ctx.module, ctx.options  # names as Python reads them (devlint.identifiers)
     name = definition_name(options.device_name, has_star_import(module))
     if name is None:
         raise UnplaceableDefinition("no name for the device definition")
@@ -289,9 +291,9 @@ def define_device(text: str, options: FixOptions) -> str:
     The name is the one the rules wrote (`definition_name`: `_device` after a star import).
     """
     module = original = cst.parse_module(text)
-    torch_name = module_torch_alias(module)
+    torch_name = _torch_alias(text, module)
     expression = device_expression(options.device_expression, torch_name or "torch")
-    name = definition_name(options.device_name, has_star_import(module))
+    name = definition_name(identifier(options.device_name), has_star_import(module))
     assert name is not None, "a fix needed a device definition that cannot be written"
     # A form feed may start an indentation ("\f    "), which LibCST infers as the default indent
     # but refuses as a parser option; a simple statement at module level needs no indent anyway.
@@ -315,7 +317,12 @@ def define_device(text: str, options: FixOptions) -> str:
 def _import_torch(text: str) -> str:
     """`import torch` where nothing binds torch (a local definition needs it too)."""
     module = cst.parse_module(text)
-    return text if module_torch_alias(module) is not None else _add_torch_import(text, module)
+    return text if _torch_alias(text, module) is not None else _add_torch_import(text, module)
+
+
+def _torch_alias(text: str, module: cst.Module) -> str | None:
+    """The module-level name of torch, as Python reads the names (`import ｔｏｒｃｈ` imports torch)."""
+    return module_torch_alias(normalized(module) if not text.isascii() else module)
 
 
 def _add_torch_import(text: str, module: cst.Module) -> str:

@@ -65,6 +65,10 @@ class Rule:
         statement = self.ctx.enclosing(node, cst.SimpleStatementLine)
         last = self.ctx.span(statement)[1].line if statement is not None else end.line
         lines = tuple(sorted({end.line, last} - {start.line}))
+        if fix is not None and fix.applicability is not Applicability.DISPLAY_ONLY:
+            from devlint.rules._binding import review
+
+            fix = review(self.ctx, node, fix)  # TorchScript, a device name rebound later (issue 29)
         self.findings.append(Finding(self.code, self.name, message or self.message, start, end, fix, lines))
 
     # -- edit helpers ----------------------------------------------------------------------------

@@ -62,6 +62,10 @@ CASES = [
      "`global device` comes after this use (line 4): a use of `device` here does not compile"),
     ("torch-rebound", "DL001", "torch = None\ndef f(x):\n    return x.cuda()\n",
      "`torch` names something other than the torch module here"),
+    ("torch-bound-in-the-function", "DL001",
+     "import torch\ndef f(x):\n    y = x.cuda()\n    import torch.distributed\n    return y\n",
+     "`torch` is bound in this function or one around it (line 4: `import torch.distributed`): a definition "
+     "here would not read the torch module"),
     ("visible-devices-in-function", "DL001",
      "import os\nimport torch\ndef main(x):\n    y = x.cuda()\n    os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
      "    return y\n",

@@ -34,8 +34,11 @@ queries CUDA where it runs. So it goes where it runs no earlier than the code th
   `args = parser.parse_args()`, or a bare call statement other than library set-up
   (logging, `warnings`, `sys.path`, `__all__`, registrations: a callee whose last part contains
   `register`, `setLevel`, `addHandler`, `basicConfig`, `filterwarnings`, `simplefilter`, ...).
-  It comes before every module-level assignment of the name, which still overwrites it where the
-  program meant it to.
+  It comes before every module-level assignment of the name; one that may run before a fixed line
+  (a branch, a function's `global` assignment) makes the fix unsafe (devlint.rules._binding). A file
+  that other project files import is a library here, whatever its main block says
+  (devlint.importers): a site in its main block gets a definition there, a site in a function one in
+  that function.
 - **Otherwise, in the function whose body holds the fix site** (a module imported by others must
   not query CUDA at import time): right before the statement of that function's body that holds
   the site, indented like it (so after the docstring, and before the decorators of a nested
@@ -45,7 +48,9 @@ queries CUDA where it runs. So it goes where it runs no earlier than the code th
   function must not mention the name otherwise (no read, `global` or `nonlocal` of it, which the
   new local would capture). Per pass the fixer writes one definition per function, before the
   earliest statement that holds a site; fixes in later statements wait for the next pass, which
-  reuses the definition as a dominating binding. A function whose body is on the `def` line
+  reuses the definition as a dominating binding. Never in a function that binds the torch name, or
+  inside one that does (`import torch.distributed` anywhere in it, `def run(x, torch=None)`): the
+  definition would not read the torch module. A function whose body is on the `def` line
   (`def f(): return x.cuda()`) has no statement to put it before: display-only. A site in the
   body of `if __name__ == "__main__":` where no module-level definition may go (a
   `CUDA_VISIBLE_DEVICES` setting) is placed the same way in that body, when nothing binds the name.
@@ -75,6 +80,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.context import FileContext, target_names
+from devlint.rules._binding import library_reason, local_torch_binding
 from devlint.syntax import dotted_name, is_none, string_value
 
 
@@ -263,8 +269,11 @@ def _placement_failure(ctx: FileContext, node: cst.CSTNode, name: str, found, st
             return (f"the function's body is on the `def` line: there is no line to define `{name}` on"
                     f"{star_note}")
         return _local_failure(ctx, function, statement, name, found) + star_note
-    if at_import or script:
+    if _module_level_runs_in_time(ctx, node, at_import):
         return _insert_failure(ctx, node, name, found) + star_note
+    if script and _is_library(ctx):
+        return (f"{library_reason(ctx)}: a module-level `{name}` would query CUDA when it is imported, and this "
+                "code runs in no function that could define it")
     return (f"a library module: a module-level `{name}` would query CUDA at import, and this code runs in no "
             "function that could define it")
 
@@ -281,6 +290,11 @@ def _local_failure(ctx: FileContext, function, statement, name: str, found) -> s
     if mention is not None:
         return (f"this function also uses the outer `{name}`{_line(ctx, mention)}: a local definition would "
                 "change it")
+    torch_site = local_torch_binding(ctx, function)
+    if torch_site is not None:
+        where = _line(ctx, torch_site).strip(" ()")
+        return (f"`{ctx.torch_alias or 'torch'}` is bound in this function or one around it ({where}: "
+                f"`{_short(ctx, torch_site).rstrip(', ')}`): a definition here would not read the torch module")
     kind = "function" if isinstance(function, cst.FunctionDef) else "main block"
     if isinstance(function, cst.FunctionDef) and function.name.value in facts.called_before_setting:
         return (f"`{function.name.value}` may run before `CUDA_VISIBLE_DEVICES` is set: a definition in it would "
@@ -588,18 +602,40 @@ def definition_placement(ctx: FileContext, node: cst.CSTNode) -> Placement | Non
 
 
 def _placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placement | None:
+    """(Once per site: the rule asks, then devlint.rules._binding.review and the fixer.)"""
+    cache = ctx.__dict__.setdefault("_device_placements", {})
+    key = (id(node), name, found)
+    if key not in cache:
+        cache[key] = _find_placement(ctx, node, name, found)
+    return cache[key]
+
+
+def _find_placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placement | None:
     if ctx.torch_alias is None and ctx.binds("torch"):
         return None  # `torch` names something that is not the torch module
     if _deleted(ctx, node, name) or _declared_later(ctx, node, name):
         return None
     at_import, function, statement = _evaluation_site(ctx, node)
-    if (at_import or script_evidence(ctx)) and _can_insert(ctx, node, name, found):
+    if _module_level_runs_in_time(ctx, node, at_import) and _can_insert(ctx, node, name, found):
         return MODULE_LEVEL
     if function is None and found is _UNBOUND:
         function, statement = _main_block_site(ctx, node)  # the main block: a body run once, like main()'s
     if function is not None and statement is not None and _can_define_locally(ctx, function, statement, name):
         return Placement(function, statement)
     return None
+
+
+def _module_level_runs_in_time(ctx: FileContext, node: cst.CSTNode, at_import: bool) -> bool:
+    """Does a module-level definition run no earlier than the code that needs it? Where the site runs at
+    import (not in the main block of a file others import: that block does not run then), or in a
+    script that no project file imports (devlint.rules._binding.library_reason)."""
+    if at_import and (_main_block_site(ctx, node)[0] is None or not _is_library(ctx)):
+        return True
+    return script_evidence(ctx) and not _is_library(ctx)
+
+
+def _is_library(ctx: FileContext) -> bool:
+    return script_evidence(ctx) and library_reason(ctx) is not None
 
 
 def _main_block_site(ctx: FileContext, node: cst.CSTNode):
@@ -643,6 +679,8 @@ def _can_define_locally(ctx: FileContext, function: cst.FunctionDef, statement: 
     facts = _facts(ctx)
     if any(_inside(ctx, each, function) for each in facts.mentions(name)):
         return False  # a read, `global`/`nonlocal`, or a binding the new local would change
+    if local_torch_binding(ctx, function) is not None:
+        return False  # the definition would read that binding, not the torch module
     if not facts.settings:
         return True
     if isinstance(function, cst.FunctionDef) and function.name.value in facts.called_before_setting:
@@ -1156,7 +1194,18 @@ def _definition_reaches(ctx: FileContext, node: cst.CSTNode) -> bool:
 def insertion_index(module: cst.Module) -> int:
     """After the docstring, `__future__` imports, the leading import header (with any module-level
     `global` statements in it, and the set-up between its imports: `matplotlib.use(...)`,
-    `sys.path.insert(...)`, `try: import x` ...) and the import of torch."""
+    `sys.path.insert(...)`, `try: import x` ...) and the import of torch.
+
+    Every fix site asks, and the header's set-up may be long: the last module's answer is kept."""
+    if _last_insertion[0] is not module:
+        _last_insertion[:] = [module, _insertion_index(module)]
+    return _last_insertion[1]
+
+
+_last_insertion: list = [None, 0]
+
+
+def _insertion_index(module: cst.Module) -> int:
     body = list(module.body)
     torch_import = None
     for i, statement in enumerate(body):

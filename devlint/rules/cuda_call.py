@@ -68,6 +68,14 @@ class CudaCall(Rule):
     is None (line 3): not known to be a device)" or "(`CUDA_VISIBLE_DEVICES` is set later in this
     function (line 9): a definition before this line would query CUDA first)".
 
+    Where the definition binds matters too (devlint.rules._binding): a file that other files of the
+    project import is a library, whatever its `if __name__ == "__main__":` block says (no module-level
+    definition: it would query CUDA when they import it); no definition goes into a function that binds
+    `torch` (`import torch.distributed` in it, `def run(x, torch=None)`); in code TorchScript compiles
+    (`@torch.jit.script`, `torch.jit.script(Net())`) the fix is **display-only**; and where the module's
+    `device` may be rebound before the fixed line runs (`if "--cpu" in sys.argv: device = ...`,
+    `global device` in a function, `globals().update(vars(args))`) it is **unsafe**.
+
     ## Not flagged
     - Code under a CUDA condition, i.e. code that only runs where CUDA exists or was asked for:
       `if torch.cuda.is_available(): x = x.cuda()`, `x.cuda() if use_cuda else x`,

@@ -1,0 +1,404 @@
+"""Whether the name a fix writes for the device binds what the fix means, where it runs (issue 29).
+
+- **torch bound in the function** (`local_torch_binding`): a definition inside a function reads `torch`
+  there. If the function binds it anywhere (`import torch.distributed` later in its body makes `torch`
+  local: `UnboundLocalError` before that line; `def run(x, torch=None)`), or a function around it does
+  (a closure), the definition would not read the torch module: no local definition there.
+- **TorchScript** (`torchscript_owner`): a function compiled by TorchScript (`@torch.jit.script`, a
+  class decorated with it, `@torch.jit.script_method`, `torch.jit.script(f)` or
+  `torch.jit.script(Net())` of a function or class of the file, and what those call by name) cannot
+  read a Python `device` global nor compile `torch.cuda.is_available()`: its fixes are display-only.
+- **A library for placement** (`imported_by_project`): a file other project files import gets no
+  module-level definition that queries CUDA at import (devlint.importers).
+- **Later rebindings** (`rebinding`): the fixed line reads the module's `device` when it runs; anything
+  that may rebind that global after the definition the fix relies on (a reused binding or the one
+  inserted) and before the line runs redirects it: another module-level binding that may run later
+  (`if "--cpu" in sys.argv: device = ...`, a `match` capture, `global device` in a function), or a
+  write the scope analysis cannot see (`globals().update(vars(args))`, `globals()["device"] = ...`,
+  `vars()`, `exec`, `setattr(sys.modules[__name__], ...)`). Those apply to a reused module-level
+  `device` and to an inserted one alike; `builtins.device = ...` only to an inserted one (a
+  module-level binding already shadows the builtin; a new one would shadow it for the file's reads).
+  Such a fix is unsafe, with the reason in its title. A definition local to a function is not
+  concerned: nothing outside the function rebinds it.
+
+`review` applies the last two to every fix a rule reports (devlint.rule.Rule.report).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import libcst as cst
+
+from devlint.context import FileContext
+from devlint.model import Applicability, Fix
+from devlint.syntax import dotted_name, string_value
+
+_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+
+
+# -- S4: torch bound in the function ---------------------------------------------------------------
+def local_torch_binding(ctx: FileContext, function: cst.CSTNode) -> cst.CSTNode | None:
+    """A binding of the torch name (`ctx.torch_alias`, else `torch`) in the scope of `function` or of a
+    function around it, which a definition in `function` would read instead of the torch module."""
+    if not isinstance(function, cst.FunctionDef):
+        return None  # (the main block: module level, where `torch_alias` already speaks)
+    name = ctx.torch_alias or "torch"
+    owners = [function] + [a for a in ctx.ancestors(function) if isinstance(a, _FUNCTIONS)]
+    for site in _torch_sites(ctx, name):
+        if _scope_owner(ctx, site) in owners:
+            return site
+    return None
+
+
+def _torch_sites(ctx: FileContext, name: str) -> list[cst.CSTNode]:
+    cache = ctx.__dict__.setdefault("_binding_torch_sites", {})
+    if name not in cache:
+        sites = list(ctx.binding_sites.get(name, ()))
+        for kind in (cst.Import, cst.ImportFrom):
+            for statement in ctx.nodes(kind):
+                if not isinstance(statement.names, cst.ImportStar) and any(_bound_name(a) == name for a in statement.names):
+                    sites.append(statement)
+        sites += [d for kind in (cst.FunctionDef, cst.ClassDef) for d in ctx.nodes(kind) if d.name.value == name]
+        sites += [n for n in _match_captures(ctx) if n.value == name]
+        cache[name] = sites
+    return cache[name]
+
+
+def _bound_name(alias: cst.ImportAlias) -> str | None:
+    if alias.asname is not None:
+        return dotted_name(alias.asname.name)
+    return (dotted_name(alias.name) or "").split(".")[0]
+
+
+def _scope_owner(ctx: FileContext, site: cst.CSTNode) -> cst.CSTNode | None:
+    """The function whose scope a binding belongs to (None: module or class level)."""
+    if isinstance(site, cst.Param):
+        return ctx.enclosing(site, _FUNCTIONS)
+    child = site
+    for ancestor in ctx.ancestors(site):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and child is not ancestor.body:
+            child = ancestor  # its name, decorators, defaults: the scope around it
+            continue
+        if isinstance(ancestor, _FUNCTIONS):
+            return ancestor
+        if isinstance(ancestor, cst.ClassDef):
+            return None
+        child = ancestor
+    return None
+
+
+def _match_captures(ctx: FileContext) -> list[cst.Name]:
+    """Names a `match` statement binds (LibCST's scope analysis does not record them)."""
+    names = [n.name for kind in (cst.MatchAs, cst.MatchStar) for n in ctx.nodes(kind) if n.name is not None]
+    names += [m.rest for m in ctx.nodes(cst.MatchMapping) if m.rest is not None]
+    return names
+
+
+# -- S5: TorchScript ------------------------------------------------------------------------------
+_SCRIPTING = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.jit._script.script",
+                        "torch.jit.script_if_tracing"})
+_PYTHON_ONLY = frozenset({"torch.jit.ignore", "torch.jit.unused"})
+
+
+def torchscript_owner(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The function or class around `node` that TorchScript compiles, if any."""
+    compiled = _compiled(ctx)
+    if not compiled:
+        return None
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef) and _decorated(ctx, ancestor, _PYTHON_ONLY):
+            return None  # `@torch.jit.ignore`: left to Python
+        if id(ancestor) in compiled:
+            return ancestor
+    return None
+
+
+def _compiled(ctx: FileContext) -> set[int]:
+    found = ctx.__dict__.get("_binding_compiled")
+    if found is not None:
+        return found
+    found = ctx.__dict__["_binding_compiled"] = set()
+    if not any(a.attr.value in ("script", "script_method") for a in ctx.nodes(cst.Attribute)) and not any(
+            target.rsplit(".", 1)[-1] in ("script", "script_method")
+            for targets in ctx._imports.values() for target in targets):
+        return found  # the cheap common case: nothing in the file can name the scripting functions
+    definitions: dict[str, list[cst.CSTNode]] = {}
+    for kind in (cst.FunctionDef, cst.ClassDef):
+        for definition in ctx.nodes(kind):
+            definitions.setdefault(definition.name.value, []).append(definition)
+    queue = [d for kind in (cst.FunctionDef, cst.ClassDef) for d in ctx.nodes(kind) if _decorated(ctx, d, _SCRIPTING)]
+    for call in ctx.nodes(cst.Call):
+        if call.args and _SCRIPTING & ctx.qualified_names(call.func):
+            queue += _scripted_argument(ctx, call.args[0].value, definitions)
+    while queue:  # TorchScript compiles what a compiled function calls by name, recursively
+        definition = queue.pop()
+        if id(definition) in found:
+            continue
+        found.add(id(definition))
+        for call in _calls_in(definition):
+            if isinstance(call.func, cst.Name):
+                queue += definitions.get(call.func.value, ())
+    return found
+
+
+def _scripted_argument(ctx: FileContext, value: cst.BaseExpression, definitions) -> list[cst.CSTNode]:
+    """What `torch.jit.script(value)` compiles of the file: `f`, the class `Net`, the methods but `__init__` of
+    `Net(...)` or of `model` bound to `Net(...)`, the method `Net.forward`."""
+    if isinstance(value, cst.Name) and value.value in definitions:
+        return definitions[value.value]
+    if isinstance(value, cst.Name):
+        values = [ctx.assigned_value(site) for site in ctx.binding_sites.get(value.value, ())]
+        return [d for v in values if v is not None for d in _scripted_argument(ctx, v, definitions)]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+        return _module_methods(value.func.value, definitions, set())
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):  # `Net.forward`
+        return [d for c in definitions.get(value.value.value, ()) if isinstance(c, cst.ClassDef)
+                for d in definitions.get(value.attr.value, ()) if ctx.parent(ctx.parent(d)) is c]
+    return []
+
+
+def _module_methods(name: str, definitions, seen: set[str]) -> list[cst.CSTNode]:
+    """What scripting an instance of the file's class `name` compiles: its methods, not its `__init__`
+    (which has run in Python), and so those of the file's classes its `__init__` makes (submodules)."""
+    found: list[cst.CSTNode] = []
+    seen.add(name)
+    for cls in definitions.get(name, ()):
+        if not isinstance(cls, cst.ClassDef):
+            continue
+        for method in cls.body.body:
+            if not isinstance(method, cst.FunctionDef):
+                continue
+            if method.name.value != "__init__":
+                found.append(method)
+                continue
+            for call in _calls_in(method):
+                if isinstance(call.func, cst.Name) and call.func.value in definitions and call.func.value not in seen:
+                    found += _module_methods(call.func.value, definitions, seen)
+    return found
+
+
+def _calls_in(definition: cst.CSTNode):
+    stack = [definition]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        stack.extend(node.children)
+
+
+def _decorated(ctx: FileContext, definition: cst.CSTNode, names: frozenset) -> bool:
+    for decorator in getattr(definition, "decorators", ()):
+        expression = decorator.decorator
+        if isinstance(expression, cst.Call):
+            expression = expression.func
+        if names & ctx.qualified_names(expression):
+            return True
+    return False
+
+
+# -- S6: a library for placement ------------------------------------------------------------------
+def imported_by_project(ctx: FileContext) -> tuple[str, ...] | None:
+    """The project files that import this one (None: unknown, a project too big to list); () when the
+    file is checked without a path (stdin) or nothing imports it."""
+    view = ctx.project
+    if view is None or not view.path.endswith(".py"):
+        return ()  # stdin; a notebook, which no file imports
+    found = ctx.__dict__.get("_binding_importers", False)
+    if found is False:
+        from devlint.importers import importers
+
+        found = ctx.__dict__["_binding_importers"] = importers(view)
+    return found
+
+
+def library_reason(ctx: FileContext) -> str | None:
+    """Why the file counts as a library though it looks like a script, or None."""
+    found = imported_by_project(ctx)
+    if found is None:
+        return "the project is too large to tell whether other files import this one"
+    if found:
+        import os
+
+        names = ", ".join(f"`{os.path.basename(p)}`" for p in found[:2]) + (" ..." if len(found) > 2 else "")
+        return f"{names} of the project import{'s' if len(found) == 1 else ''} this file"
+    return None
+
+
+# -- S7: later rebindings --------------------------------------------------------------------------
+_GLOBALS_READS = frozenset({"get", "keys", "items", "values", "copy", "__contains__", "__getitem__"})
+
+
+def rebinding(ctx: FileContext, node: cst.CSTNode, name: str, inserted: bool) -> str | None:
+    """Why the module-level `name` that the fix at `node` reads may hold something else when it runs
+    (see the module docstring), or None. `inserted`: the fixer defines it (after the imports, or at
+    the top of the main block), rather than reusing a binding of the file."""
+    dynamic = _dynamic_write(ctx, name, inserted)
+    if dynamic is not None:
+        return dynamic
+    scope = ctx.scope(ctx.module)
+    assignments = [a for a in scope[name] if hasattr(a, "node")] if scope is not None and name in scope else []
+    reused = None if inserted else _reused_binding(ctx, node, name)
+    others = [a.node for a in assignments if reused is None or a.node is not reused.node]
+    others += [n for n in _match_captures(ctx) if n.value == name and _scope_owner(ctx, n) is None]
+    at_import = not any(isinstance(a, _FUNCTIONS) for a in ctx.ancestors(node))
+    site = _position(ctx, node)
+    for other in sorted(others, key=lambda n: _position(ctx, n)):
+        if _binds_the_run_device(ctx, other):
+            continue  # `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` again
+        in_function = ctx.enclosing(other, _FUNCTIONS) is not None
+        if not in_function:
+            at = _position(ctx, other)
+            if reused is not None and at < _position(ctx, reused.node) and not ctx.loop_around_both(other, reused.node):
+                continue  # overwritten by the binding the fix reuses, which runs before the fixed line
+            if at_import and at > site and not ctx.loop_around_both(other, node):
+                continue  # runs after the fixed line, which runs once, at import
+        what = "a function's `global` assignment" if in_function else "a later binding"
+        return f"`{name}` may be rebound by {what} (line {_line(ctx, other)}) before the fixed line runs"
+    return None
+
+
+def _binds_the_run_device(ctx: FileContext, target: cst.CSTNode) -> bool:
+    """Is `target` assigned the GPU `.cuda()` uses where CUDA is available: `torch.device("cuda")`,
+    `"cuda:0"`, or such a device when `torch.cuda.is_available()`, else anything?"""
+    value = ctx.assigned_value(target) if isinstance(target, cst.Name) else None
+    return value is not None and _run_device(ctx, value)
+
+
+def _run_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.Call) and len(value.args) == 1 and not value.args[0].keyword and (
+            "torch.device" in ctx.qualified_names(value.func)):
+        value = value.args[0].value
+    if isinstance(value, cst.IfExp):
+        test = value.test
+        return (isinstance(test, cst.Call) and "torch.cuda.is_available" in ctx.qualified_names(test.func)
+                and _run_device(ctx, value.body))
+    return string_value(value) in ("cuda", "cuda:0")
+
+
+def _reused_binding(ctx: FileContext, node: cst.CSTNode, name: str):
+    """The last binding of `name` that has certainly run when `node` runs (the one the fix reuses)."""
+    from devlint.rules._device import _dominates
+
+    dominating = [a for a in ctx.bindings(node, name) if _dominates(ctx, a, node)]
+    return max(dominating, key=lambda a: _position(ctx, a.node)) if dominating else None
+
+
+def _position(ctx: FileContext, node: cst.CSTNode) -> tuple[int, int]:
+    position = ctx.positions.get(node)
+    return (0, 0) if position is None else (position.start.line, position.start.column)
+
+
+def _line(ctx: FileContext, node: cst.CSTNode) -> int:
+    return _position(ctx, node)[0]
+
+
+def _dynamic_write(ctx: FileContext, name: str, inserted: bool) -> str | None:
+    """A write to the module's namespace (or, for an inserted definition, the builtins) that the scope
+    analysis does not see, by which `name` may be rebound. (Once per file: every fix asks.)"""
+    cache = ctx.__dict__.setdefault("_binding_dynamic", {})
+    if (name, inserted) not in cache:
+        cache[name, inserted] = _find_dynamic_write(ctx, name, inserted)
+    return cache[name, inserted]
+
+
+def _find_dynamic_write(ctx: FileContext, name: str, inserted: bool) -> str | None:
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not isinstance(func, cst.Name) or ctx.binds(func.value):
+            continue
+        if func.value in ("exec", "eval"):
+            return f"`{func.value}(...)` (line {_line(ctx, call)}) may rebind `{name}`"
+        if func.value in ("globals", "vars") and not call.args and not _only_read(ctx, call):
+            return f"`{func.value}()` is written to (line {_line(ctx, call)}): it may rebind `{name}`"
+        if func.value == "setattr" and len(call.args) >= 2 and _namespace(ctx, call.args[0].value, inserted) and (
+                string_value(call.args[1].value) in (None, name)):
+            return f"`setattr` (line {_line(ctx, call)}) may rebind `{name}`"
+    for attribute in ctx.nodes(cst.Attribute):
+        if attribute.attr.value == name and _is_target(ctx, attribute) and _namespace(ctx, attribute.value, inserted):
+            if _namespace(ctx, attribute.value, False):
+                return f"`{_short(ctx, attribute)} = ...` (line {_line(ctx, attribute)}) rebinds `{name}`"
+            return (f"`{_short(ctx, attribute)} = ...` (line {_line(ctx, attribute)}) binds a builtin `{name}`: a "
+                    "module-level definition would shadow it for this file's reads")
+    for subscript in ctx.nodes(cst.Subscript):
+        if (_is_target(ctx, subscript) and dotted_name(subscript.value) == "__builtins__" and inserted
+                and not ctx.binds("__builtins__")):
+            return f"`__builtins__[...] = ...` (line {_line(ctx, subscript)}) may bind `{name}`"
+    return None
+
+
+def _only_read(ctx: FileContext, call: cst.Call) -> bool:
+    """`globals()["x"]`, `"x" in globals()`, `globals().get("x")`: a use that writes nothing."""
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Subscript):
+        return not _is_target(ctx, parent)
+    if isinstance(parent, (cst.ComparisonTarget, cst.Comparison)):
+        return True
+    return isinstance(parent, cst.Attribute) and parent.attr.value in _GLOBALS_READS
+
+
+def _is_target(ctx: FileContext, node: cst.CSTNode) -> bool:
+    parent = ctx.parent(node)
+    if isinstance(parent, (cst.Element, cst.StarredElement)):
+        parent = ctx.enclosing(node, (cst.AssignTarget, cst.Call, cst.Subscript, cst.Comparison))
+    return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del))
+
+
+def _namespace(ctx: FileContext, value: cst.BaseExpression, inserted: bool) -> bool:
+    """Is `value` the module's own namespace (`sys.modules[__name__]`, `__main__`), or, for an inserted
+    definition, the builtins?"""
+    text = re.sub(r"\s+", "", ctx.code(value))
+    qualified = ctx.qualified_names(value) or {text}
+    if text.startswith("sys.modules[") or "__main__" in qualified or text == "__main__":
+        return True
+    return inserted and bool({"builtins", "__builtin__", "__builtins__"} & (qualified | {text}))
+
+
+def _short(ctx: FileContext, node: cst.CSTNode) -> str:
+    text = " ".join(ctx.code(node).split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# -- applied to every reported fix ----------------------------------------------------------------
+def review(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> Fix:
+    """`fix`, made display-only in TorchScript and unsafe where the device name it writes may be rebound."""
+    if fix.applicability is Applicability.DISPLAY_ONLY:
+        return fix
+    owner = torchscript_owner(ctx, node)
+    if owner is not None:
+        what = f"`{owner.name.value}`" if hasattr(owner, "name") else "this code"
+        return Fix(f"{fix.title} (TorchScript compiles {what} (line {_line(ctx, owner)}) and cannot read a "
+                   "Python `device` global or compile a CUDA query)", Applicability.DISPLAY_ONLY)
+    if fix.applicability is not Applicability.SAFE:
+        return fix
+    reason = _rebinding_of_written_name(ctx, node, fix)
+    if reason is None:
+        return fix
+    return dataclasses.replace(fix, title=f"{fix.title} ({reason})", applicability=Applicability.UNSAFE)
+
+
+def _rebinding_of_written_name(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> str | None:
+    from devlint.rules._device import (  # (here: devlint.rules._device imports this module)
+        _has_star_import,
+        definition_name,
+        definition_placement,
+    )
+
+    if fix.needs_device:
+        placement = definition_placement(ctx, node)
+        if placement is None or isinstance(placement.function, cst.FunctionDef):
+            return None  # a local definition: nothing outside the function rebinds it
+        name = definition_name(ctx.options.device_name, _has_star_import(ctx))
+        return rebinding(ctx, node, name, inserted=True) if name is not None else None
+    name = ctx.options.device_name
+    written = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)(?!\s*=[^=])")
+    if not any(written.search(edit.content) for edit in fix.edits):
+        return None
+    scope = ctx.scope(node)
+    if scope is None or name not in scope:
+        return None
+    assignments = [a for a in scope[name] if hasattr(a, "node")]
+    if not assignments or any(a.scope is not scope.globals for a in assignments):
+        return None  # a parameter or a local of the function: not the module's
+    return rebinding(ctx, node, name, inserted=False)
