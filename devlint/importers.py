@@ -9,7 +9,8 @@ folder and only the packages below it). Once per process and root, its `.py` fil
 statement, also one inside a function or a string: more importers only make placement more careful).
 A query resolves, as the index does, only the names that mention the module's name: each dotted
 prefix (`import pkg.models` runs `pkg/__init__.py` too). A project too large to list answers
-"unknown" (None), which callers take as "imported". Files added during the process are not seen.
+"unknown" (None), which callers take as "imported". The listing is kept for one run
+(ProjectIndex.listings, cleared with the index's probes); a file added during a run is not seen.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 
+from devlint import depends
 from devlint.identifiers import identifier
 from devlint.project import _ROOT_MARKERS, ProjectIndex, ProjectView, digest
 
@@ -27,7 +29,6 @@ _IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n;#]+)", re.MULTILINE)
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)", re.MULTILINE)
 _NAME = re.compile(r"[\w.]+")
 
-_projects: dict[str, list[tuple[str, tuple[str, ...]]] | None] = {}
 
 
 def project_root(path: str, index: ProjectIndex) -> tuple[str, bool]:
@@ -40,9 +41,10 @@ def project_root(path: str, index: ProjectIndex) -> tuple[str, bool]:
 
 def importers(view: ProjectView) -> tuple[str, ...] | None:
     """The project files that import the checked file (`view.path`); None when the project is too big to
-    list. Each one found is recorded in `view.used`, so a cached result is checked again when it changes."""
+    list. Each one found is recorded in `view.used` and `view.observed`, so a cached result is checked
+    again when it changes."""
     path = view.path
-    files = _project(*project_root(path, view.index))
+    files = _project(view.index, *project_root(path, view.index))
     if files is None:
         return None
     stem = os.path.splitext(os.path.basename(path))[0]
@@ -59,7 +61,7 @@ def importers(view: ProjectView) -> tuple[str, ...] | None:
     for importer in found:
         data = _read(importer)
         if data is not None:
-            view.used[importer] = digest(data)
+            view.used[importer] = view.observed[f"{depends.READ}:{importer}"] = digest(data)
     return tuple(found)
 
 
@@ -73,8 +75,9 @@ def _resolves_to(resolver: ProjectView, name: str, origin: str, target: str) -> 
     return False
 
 
-def _project(root: str, marked: bool):
-    if root not in _projects:
+def _project(index: ProjectIndex, root: str, marked: bool):
+    listings = index.listings
+    if root not in listings:
         paths: list[str] = []
         for folder, folders, names in os.walk(root):
             folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in _SKIPPED and (
@@ -82,18 +85,12 @@ def _project(root: str, marked: bool):
             paths += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
             if len(paths) > MAX_FILES:
                 break
-        _projects[root] = None if len(paths) > MAX_FILES else [(p, _imported(p)) for p in paths]
-    return _projects[root]
+        listings[root] = None if len(paths) > MAX_FILES else [(p, _imported(p)) for p in paths]
+    return listings[root]
 
 
 def _read(path: str) -> bytes | None:
-    try:
-        if not os.path.isfile(path) or os.path.getsize(path) > MAX_BYTES:
-            return None
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
+    return depends.read_regular(path, MAX_BYTES)[0]  # (never a FIFO or a device)
 
 
 def _imported(path: str) -> tuple[str, ...]:

@@ -291,6 +291,8 @@ class ProjectIndex:
     def __init__(self) -> None:
         self._files: dict[str, tuple[tuple, FileFacts | None, str]] = {}
         self._probes: dict[str, bool] = {}
+        # The project's files and what each imports (devlint.importers), listed once per run.
+        self.listings: dict[str, list | None] = {}
 
     def _holds(self, probe: str, path: str, seen: dict | None) -> bool:
         name = f"{probe}:{path}"
@@ -407,6 +409,7 @@ def forget_probes() -> None:
     run's disk). Facts stay: they are read again when a file's size or time changes."""
     if _INDEX is not None:
         _INDEX._probes.clear()
+        _INDEX.listings.clear()
 
 
 class ProjectView:

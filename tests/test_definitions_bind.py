@@ -217,7 +217,7 @@ def test_a_main_block_site_of_a_library_says_why_when_nothing_can_be_placed(tmp_
     result = check_source(str(path), path.read_bytes(), Config(select=("DL001",)))
     [title] = [f.fix.title for f in result.findings if f.start.line == 18]
     assert "`train.py` of the project imports this file: a module-level `device` would query CUDA" in title
-    assert str(path.parent / "train.py") in result.dependencies  # checked again when it changes
+    assert f"r:{path.parent / 'train.py'}" in result.dependencies  # checked again when it changes
 
 
 # -- S7: a later rebinding of the module's device ------------------------------------------------------
@@ -276,9 +276,6 @@ def test_an_inserted_device_that_may_be_rebound_or_shadow_a_builtin_makes_the_fi
     # bound again to the run's device
     ("import torch\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nif True:\n"
      "    device = torch.device('cuda')\n\n\ndef f(x):\n    return x.cuda()\n"),
-    # overwritten by the reused binding before anything runs the fixed line
-    ("import sys\nimport torch\n\nif '--cpu' in sys.argv:\n    device = torch.device('cpu')\ndevice = torch.device('cuda')\n\n\n"
-     "def f(x):\n    return x.cuda()\n"),
     # reads of globals() write nothing
     "import torch\n\nprint('device' in globals(), globals().get('x'))\n\n\ndef f(x):\n    return x.cuda()\n",
     # `builtins.device` with a module-level device already: the module's shadows the builtin anyway
@@ -306,7 +303,8 @@ def test_normalised_names_are_found_everywhere_names_are_compared():
     fixed = fix("import \uff54\uff4f\uff52\uff43\uff48\nx = torch.ones(2).cuda()\nprint(x)\n")
     assert "import torch\n" not in fixed and DEVICE in fixed  # no second import of torch
     source = "import torch\n\n\ndef f(x, \uff44\uff45\uff56\uff49\uff43\uff45):\n    return x.cuda()\n"
-    assert fix(source) == source.replace("x.cuda()", "x.to(device)")
+    # (a parameter is reused only by an unsafe fix: a caller may pass the CPU)
+    assert fix(source, unsafe=True) == source.replace("x.cuda()", "x.to(device)")
 
 
 def test_the_kinds_see_a_normalised_binding():
