@@ -103,6 +103,11 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     # A usage or configuration error is printed whatever the level: exit 2 alone would say nothing.
     level = SILENT if silent else QUIET if quiet else DEFAULT
     _refuse_ignored_options(paths, config_path, isolated, stdin_filename)
+    if add_noqa:  # as ruff, which refuses these with --add-noqa
+        for flag, given in (("--fix", fix), ("--ignore-noqa", ignore_noqa), ("--statistics", statistics)):
+            if given:
+                _fail(f"--add-noqa cannot be used with {flag} (fix first, then add noqa to what remains)"
+                      if flag == "--fix" else f"--add-noqa cannot be used with {flag}")
     # As ruff: --stdin-filename with no path reads stdin (an editor passes only the name).
     paths = list(paths) or (["-"] if stdin_filename is not None else ["."])
     try:

@@ -300,3 +300,13 @@ def test_the_diff_of_a_last_line_without_a_newline_does_not_run_into_the_next(tm
     result = run("--no-cache", "--diff", "train.py", cwd=root)
     lines = result.output.split("\n")
     assert lines[lines.index("-x = torch.zeros(3).cuda()") + 1] == "\\ No newline at end of file"
+
+
+@pytest.mark.parametrize("other", ["--fix", "--ignore-noqa", "--statistics"])
+def test_add_noqa_with_an_option_it_cannot_honour_is_a_usage_error_as_in_ruff(tmp_path, other):
+    # --fix --add-noqa silenced every finding instead of fixing the fixable ones.
+    root = project(tmp_path)
+    result = run("--no-cache", "--add-noqa", other, ".", cwd=root)
+    assert result.exit_code == 2
+    assert f"--add-noqa cannot be used with {other}" in result.output
+    assert (root / "train.py").read_text() == BUGGY
