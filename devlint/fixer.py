@@ -175,10 +175,12 @@ def _nodes_at(ctx: FileContext, positions) -> dict[Position, cst.CSTNode]:
                 statements.setdefault(index, number)
         if len(statements) == len(points):
             break
+    owned: dict[int, set[int]] = {}  # statement index -> the position indices it holds
+    for index, number in statements.items():
+        owned.setdefault(number, set()).add(index)
     found: dict[int, tuple[cst.CSTNode, int]] = {}
-    for number in sorted(set(statements.values())):
+    for number, mine in sorted(owned.items()):
         statement = ctx.module.body[number]
-        mine = {index for index, owner in statements.items() if owner == number}
         stack = [(statement, 0)]
         while stack:
             node, level = stack.pop()
