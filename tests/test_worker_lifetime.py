@@ -56,8 +56,8 @@ def test_workers_write_nothing_once_devlint_is_killed(tmp_path):
         workers = _children(process.pid)
         assert workers, "no worker processes"
         process.kill()
-        killed = time.time()
         process.wait()
+        killed = time.time()  # devlint is gone (reaped): from now on nothing may start a write
     finally:
         if process.poll() is None:
             process.kill()
