@@ -239,8 +239,11 @@ class _Progress:
             self.thread = threading.Thread(target=self._show, daemon=True)
 
     def _show(self) -> None:
+        import signal
         import time
 
+        if hasattr(signal, "pthread_sigmask"):  # SIGTERM goes to the main thread, which holds it during a write
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         start = time.monotonic()
         if self.done.wait(self.after):
             return
