@@ -23,6 +23,7 @@ from devlint.report import (
     render_diff,
     render_fixes,
     render_statistics,
+    shown_path,
     would_fix_line,
 )
 from devlint.runner import check_files
@@ -101,6 +102,12 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     # As ruff: -q keeps the findings (and the errors that explain exit 2), -s prints nothing at all.
     # A usage or configuration error is printed whatever the level: exit 2 alone would say nothing.
     level = SILENT if silent else QUIET if quiet else DEFAULT
+    _refuse_ignored_options(paths, config_path, isolated, stdin_filename)
+    if add_noqa:  # as ruff, which refuses these with --add-noqa
+        for flag, given in (("--fix", fix), ("--ignore-noqa", ignore_noqa), ("--statistics", statistics)):
+            if given:
+                _fail(f"--add-noqa cannot be used with {flag} (fix first, then add noqa to what remains)"
+                      if flag == "--fix" else f"--add-noqa cannot be used with {flag}")
     # As ruff: --stdin-filename with no path reads stdin (an editor passes only the name).
     paths = list(paths) or (["-"] if stdin_filename is not None else ["."])
     try:
@@ -134,7 +141,7 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
         if result.error:
             _say(level, QUIET, error_line(result))
         elif result.notice:
-            _say(level, DEFAULT, f"{result.path}: warning: {result.notice}")
+            _say(level, DEFAULT, f"{shown_path(result.path)}: warning: {result.notice}")
     if not discovered.files and not discovered.errors and not discovered.skipped:
         _say(level, DEFAULT, f"warning: no Python files found under {' '.join(paths)}")
     other_errors, other_warnings = len(discovered.errors), len(discovered.skipped)
@@ -171,6 +178,16 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     sys.exit(code)
 
 
+def _refuse_ignored_options(paths, config_path, isolated: bool, stdin_filename) -> None:
+    """Usage errors for combinations where one option would silently lose to another."""
+    if "-" in paths and len(paths) > 1:
+        _fail("`-` (read stdin) cannot be combined with other paths; check stdin or the files, not both")
+    if isolated and config_path is not None:
+        _fail("--isolated ignores every configuration file; it cannot be used with --config")
+    if stdin_filename is not None and any(p != "-" for p in paths):
+        _fail("--stdin-filename names the source read from stdin; it cannot be used with paths to check")
+
+
 # How much a run prints: -s, -q, or everything.
 SILENT, QUIET, DEFAULT = 0, 1, 2
 
@@ -189,9 +206,9 @@ def _run(paths, exclude, extend_exclude, root, follow_links, output_file, config
     if output_file is not None:
         _refuse_input_as_output(output_file, discovered.files)
     for path, reason in discovered.errors:
-        _say(level, QUIET, f"{path}: error: {reason}")
+        _say(level, QUIET, f"{shown_path(path)}: error: {reason}")
     for path, reason in discovered.skipped:
-        _say(level, DEFAULT, f"{path}: warning: {reason}")
+        _say(level, DEFAULT, f"{shown_path(path)}: warning: {reason}")
     cache = None
     if not no_cache and use_cache:
         cache = ResultCache(cache_dir, settings_key(config))
@@ -223,8 +240,11 @@ class _Progress:
             self.thread = threading.Thread(target=self._show, daemon=True)
 
     def _show(self) -> None:
+        import signal
         import time
 
+        if hasattr(signal, "pthread_sigmask"):  # SIGTERM goes to the main thread, which holds it during a write
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         start = time.monotonic()
         if self.done.wait(self.after):
             return
@@ -269,7 +289,9 @@ def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
         if problem is not None:  # the fixer writes `NAME = EXPRESSION` into the user's file
             given = options.get(key.replace("-", "_")) is not None
             where = f"--{key}" if given else f"{file_settings.path}: [tool.devlint] {key}"
-            raise ConfigError(f"{where}: {pick(key)!r} {problem}")
+            shown = repr(pick(key))
+            shown = shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown)} characters)"
+            raise ConfigError(f"{where}: {shown} {problem}")
     map_location = pick("map-location", "auto")
     if map_location not in ("auto", "device", "cpu"):
         raise ConfigError(f"{file_settings.path}: [tool.devlint] map-location = {map_location!r}: "
@@ -308,7 +330,7 @@ def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, e
     if result.error:
         _say(level, QUIET, error_line(result))
     elif result.notice:
-        _say(level, DEFAULT, f"{filename}: warning: {result.notice}")
+        _say(level, DEFAULT, f"{shown_path(filename)}: warning: {result.notice}")
     if diff:
         shown = render_diff(result) if result.error is None and result.fixed_source is not None else ""
         if level >= QUIET:
@@ -371,10 +393,31 @@ def _emit(text: str, output_file: str | None) -> None:
 
 
 def _refuse_input_as_output(output_file: str, inputs: list[str]) -> None:
-    """`-o` must never name a file being checked: the report would replace the user's source."""
+    """`-o` must never name a file being checked: the report would replace the user's source.
+
+    The same file under another name is refused too: a symbolic link (same real path) or a hard link
+    (same device and inode)."""
     target = os.path.realpath(output_file)
-    if any(os.path.realpath(path) == target for path in inputs):
-        _fail(f"-o/--output-file: {output_file} is one of the files being checked; choose another file")
+    try:
+        info = os.stat(output_file)
+        identity = (info.st_dev, info.st_ino)
+    except OSError:
+        identity = None  # not there yet (or not reachable): no input can be it
+
+    def same(path: str) -> bool:
+        if os.path.realpath(path) == target:
+            return True
+        if identity is None:
+            return False
+        try:
+            other = os.stat(path)
+        except OSError:
+            return False
+        return (other.st_dev, other.st_ino) == identity
+
+    if any(same(path) for path in inputs):
+        _fail(f"-o/--output-file: {output_file} is one of the files being checked (or a link to one); "
+              "choose another file")
 
 
 @main.command()

@@ -44,9 +44,32 @@ def device_expression_problem(expression: object) -> str | None:
     problem = "is not a single expression valid at module level"
     if not isinstance(expression, str) or "\n" in expression or "\r" in expression:
         return problem
+    # Python's parser and compiler, and LibCST's, recurse per level of nesting: `-` * 30000 + `1` ended
+    # in a MemoryError or RecursionError traceback (or a crash of the native parser).
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        return f"is longer than {MAX_EXPRESSION_LENGTH} characters"
     try:
-        ast.parse(expression, mode="eval")  # one expression: no statements, no `x = 1`, no `a; b`
+        tree = ast.parse(expression, mode="eval")  # one expression: no statements, no `x = 1`, no `a; b`
+        if _depth(tree) > MAX_EXPRESSION_DEPTH:
+            return f"is nested more than {MAX_EXPRESSION_DEPTH} levels deep"
         compile(f"_ = {expression}\n", "<device-expression>", "exec")  # valid there: no yield/await
     except (SyntaxError, ValueError):  # ValueError: a null character
         return problem
+    except (RecursionError, MemoryError):
+        return f"is nested too deeply to parse (at most {MAX_EXPRESSION_DEPTH} levels)"
     return None
+
+
+# A device expression is a call or two (`torch.device(f"cuda:{rank}" if ... else "cpu")`: 8 levels).
+MAX_EXPRESSION_LENGTH = 1000
+MAX_EXPRESSION_DEPTH = 100
+
+
+def _depth(tree: ast.AST) -> int:
+    """The depth of the syntax tree, without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node))
+    return deepest

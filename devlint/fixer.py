@@ -3,6 +3,7 @@ in the function that runs the fix: see devlint.rules._device)."""
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 import sys
@@ -59,9 +60,10 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
     if name is None:
         raise UnplaceableDefinition("no name for the device definition")
     placements: dict[int, object] = {}
-    for finding in findings:
-        if finding.fix.needs_device:
-            placements[id(finding)] = _fix_placement(ctx, finding, name)
+    needing = [f for f in findings if f.fix.needs_device]
+    nodes = _nodes_at(ctx, [e.start for f in needing for e in _placed_edits(f, name)])  # one walk for all
+    for finding in needing:
+        placements[id(finding)] = _fix_placement(ctx, finding, name, nodes)
     # A module-level definition comes first: the next pass may find that it reaches the other sites.
     module_level = any(p is MODULE_LEVEL for p in placements.values())
     earliest: dict[int, tuple[int, object]] = {}  # per function: the first statement holding a site
@@ -111,17 +113,19 @@ def _position(sequence, item) -> int:
     return next((i for i, each in enumerate(sequence) if each is item), -1)
 
 
-def _fix_placement(ctx: FileContext, finding: Finding, name: str):
+def _fix_placement(ctx: FileContext, finding: Finding, name: str, nodes: dict | None = None):
     """Where the definition must go for every edit of the fix that writes the device name to see it.
 
     A fix may edit several statements (DL006 rewrites every use of an imported name at once): the
     definition goes before the earliest of them in their function; edits in different functions, or
-    some at module level and some in a function, get none (the fix waits, and is not applied)."""
-    writes = re.compile(rf"\b{re.escape(name)}\b")
-    edits = [e for e in finding.fix.edits if writes.search(e.content)] or list(finding.fix.edits[:1])
+    some at module level and some in a function, get none (the fix waits, and is not applied).
+    (`nodes`: the node at each edit's start, from `_nodes_at`; found here when not given.)"""
+    edits = _placed_edits(finding, name)
+    if nodes is None:
+        nodes = _nodes_at(ctx, [e.start for e in edits])
     found = []
     for edit in edits:
-        node = _node_at(ctx, edit.start)
+        node = nodes.get(edit.start)
         placement = definition_placement(ctx, node) if node is not None else None
         if placement is None:
             return None
@@ -135,34 +139,59 @@ def _fix_placement(ctx: FileContext, finding: Finding, name: str):
     return min(found, key=lambda p: _position(p.function.body.body, p.statement))
 
 
-def _node_at(ctx: FileContext, position: Position) -> cst.CSTNode | None:
-    """The deepest node that starts at `position` or contains it.
+def _placed_edits(finding: Finding, name: str) -> list[Edit]:
+    """The edits of a fix whose place decides where its definition goes: those that write the name."""
+    writes = re.compile(rf"\b{re.escape(name)}\b")
+    return [e for e in finding.fix.edits if writes.search(e.content)] or list(finding.fix.edits[:1])
 
+
+def _nodes_at(ctx: FileContext, positions) -> dict[Position, cst.CSTNode]:
+    """For each position, the deepest node that starts there or contains it (positions in no node are left out).
+
+    One walk of each top-level statement that holds a position, however many positions it holds: a
+    statement with 20,000 fixes was walked 20,000 times. A node's positions are found by bisection in
+    the sorted positions; the walk's order and its ties are those of a walk per position.
     (Ranges do not nest with decorators: a block's range starts at its first statement's `def`,
     after that statement's decorators; so every node of the top-level statement is looked at.)
     """
-    where = (position.line, position.column)
+    points = sorted({(p.line, p.column) for p in positions})
+    if not points:
+        return {}
 
-    def contains(node: cst.CSTNode) -> bool:
+    def inside(node: cst.CSTNode) -> range:
+        """The indices in `points` of the positions `node` starts at or contains."""
         code_range = ctx.positions.get(node)
         if code_range is None:
-            return False
+            return range(0)
         start = (code_range.start.line, code_range.start.column)
         end = (code_range.end.line, code_range.end.column)
-        return start <= where < end or start == where == end
+        low = bisect.bisect_left(points, start)
+        if start == end:
+            return range(low, low + 1) if low < len(points) and points[low] == start else range(0)
+        return range(low, bisect.bisect_left(points, end))
 
-    found, depth = None, -1
-    for statement in ctx.module.body:
-        if not (contains(statement) or any(contains(d) for d in getattr(statement, "decorators", ()))):
-            continue
+    statements: dict[int, int] = {}  # position index -> index of the first statement holding it
+    for number, statement in enumerate(ctx.module.body):
+        for node in (statement, *getattr(statement, "decorators", ())):
+            for index in inside(node):
+                statements.setdefault(index, number)
+        if len(statements) == len(points):
+            break
+    owned: dict[int, set[int]] = {}  # statement index -> the position indices it holds
+    for index, number in statements.items():
+        owned.setdefault(number, set()).add(index)
+    found: dict[int, tuple[cst.CSTNode, int]] = {}
+    for number, mine in sorted(owned.items()):
+        statement = ctx.module.body[number]
         stack = [(statement, 0)]
         while stack:
             node, level = stack.pop()
-            if level > depth and (node is statement or node in ctx.parents) and contains(node):
-                found, depth = node, level  # (whitespace nodes are not in the analysis' tree)
+            if node is statement or node in ctx.parents:  # (whitespace nodes are not in the analysis' tree)
+                for index in inside(node):
+                    if index in mine and level > found.get(index, (None, -1))[1]:
+                        found[index] = (node, level)
             stack.extend((child, level + 1) for child in node.children)
-        break
-    return found
+    return {Position(*points[index]): node for index, (node, _) in found.items()}
 
 
 def _local_definition(ctx: FileContext, text: str, placement, definition: str) -> Edit:
@@ -193,13 +222,18 @@ def apply_edits(text: str, findings: list[Finding], first: list[Edit] = ()) -> t
     """
     span = _locator(text)
     chosen: list[tuple[int, int, Edit]] = [(*span(e.start, e.end), e) for e in first]
+    taken = _Taken()
+    for start, end, _ in chosen:
+        taken.add(start, end)
     applied: list[Finding] = []
     for finding in sorted(findings, key=lambda f: (f.start, f.code)):
         assert finding.fix is not None
         spans = [(*span(e.start, e.end), e) for e in finding.fix.edits]
-        if any(_overlaps(s, e, cs, ce) for s, e, _ in spans for cs, ce, _ in chosen):
+        if any(taken.overlaps(s, e) for s, e, _ in spans):
             continue  # the next pass picks it up
         chosen.extend(spans)
+        for start, end, _ in spans:
+            taken.add(start, end)
         applied.append(finding)
     pieces = []
     cursor = 0
@@ -277,6 +311,30 @@ def rendered_offsets(text: str, rendered: str) -> _Offsets | None:
     if rendered.replace("\f", "") != text.replace("\f", ""):
         return None
     return _Offsets(text, rendered)
+
+
+class _Taken:
+    """The spans already chosen, sorted by start: whether a new span clashes with one of them is a
+    bisection and a look at the few that start close enough to reach it, not a scan of them all
+    (a statement with 20,000 fixes made that quadratic)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.longest = 0
+
+    def add(self, start: int, end: int) -> None:
+        index = bisect.bisect_right(self.starts, start)
+        self.starts.insert(index, start)
+        self.ends.insert(index, end)
+        self.longest = max(self.longest, end - start)
+
+    def overlaps(self, start: int, end: int) -> bool:
+        # A clash needs other_start < end and other_end > start (see _overlaps), so
+        # other_start > start - longest.
+        low = bisect.bisect_right(self.starts, start - self.longest)
+        high = bisect.bisect_left(self.starts, end)
+        return any(_overlaps(start, end, self.starts[i], self.ends[i]) for i in range(low, high))
 
 
 def _overlaps(start: int, end: int, other_start: int, other_end: int) -> bool:

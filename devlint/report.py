@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 
 import click
 
@@ -11,12 +12,24 @@ from devlint.model import Applicability, FileResult, Finding
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown_path(path: str) -> str:
+    """A path as a line of text shows it: control characters escaped as Python writes them (`a\\nb.py`).
+
+    A newline in a file name split its finding into two lines that parse as something else, and an
+    escape character would drive the terminal."""
+    return _CONTROL.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), path)
+
 
 def finding_line(path: str, finding: Finding, color: bool = False, hyperlink: bool = False) -> str:
     """`path:line:col: CODE [*] message`; with `color`, styled as ruff does (bold path, red code, cyan [*]);
     with `hyperlink` too, the code is a terminal hyperlink (OSC 8) to the rule's page, as ruff's."""
     marker = " [*]" if finding.fix and finding.fix.applicability is Applicability.SAFE and finding.fix.edits else ""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    path = shown_path(path)
     if color:
         return (f"{click.style(path, bold=True)}{click.style(':', fg='cyan')}{cell}{finding.start.line}"
                 f"{click.style(':', fg='cyan')}{finding.start.column + 1}{click.style(':', fg='cyan')} "
@@ -40,7 +53,7 @@ def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
 
 def error_line(result: FileResult) -> str:
     error = result.error
-    where = result.path
+    where = shown_path(result.path)
     if error.line is not None:
         where += f":{error.line}"
         if error.column is not None:
@@ -60,7 +73,8 @@ def render_fixes(results: list[FileResult], color: bool = False) -> str:
         counts: dict[tuple[str, str], int] = {}
         for applied in result.applied:
             counts[(applied.code, applied.name)] = counts.get((applied.code, applied.name), 0) + 1
-        lines.append(f"- {click.style(result.path, bold=True) if color else result.path}:")
+        path = shown_path(result.path)
+        lines.append(f"- {click.style(path, bold=True) if color else path}:")
         for (code, name), count in sorted(counts.items()):
             shown = click.style(code, fg="red", bold=True) if color else code
             lines.append(f"    {count} \u00d7 {shown} ({name})")
@@ -235,9 +249,26 @@ def would_fix_line(results: list[FileResult]) -> str:
 
 
 def render_diff(result: FileResult) -> str:
-    before = (result.original_source or "").splitlines(keepends=True)
-    after = (result.fixed_source or "").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(before, after, fromfile=result.path, tofile=result.path))
+    """A unified diff with one line of output per line of the file.
+
+    Lines end where Python's do (LF, CRLF, or a lone CR: the last printed a CR-only file as one line
+    that overwrote itself); a lone CR is shown as a line break. A last line without its line break is
+    followed by git's `\\ No newline at end of file` rather than run into the next line of the diff."""
+    path = shown_path(result.path)
+    before = _diff_lines(result.original_source or "")
+    after = _diff_lines(result.fixed_source or "")
+    shown = []
+    for line in difflib.unified_diff(before, after, fromfile=path, tofile=path):
+        shown.append(line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n")
+    return "".join(shown)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def _diff_lines(text: str) -> list[str]:
+    """The lines of `text` as Python splits them (not str.splitlines, which splits at form feeds too)."""
+    return [line[:-1] + "\n" if line.endswith("\r") else line for line in _LINE.findall(text)]
 
 
 def exit_code(results: list[FileResult], other_errors: int, *, exit_zero: bool) -> int:

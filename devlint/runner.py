@@ -171,10 +171,13 @@ def _check_chunk(paths: list[str], config: Config, write: bool, data: list | Non
     """`data`: the bytes the parent read for each path (None: read them here)."""
     results = []
     for path, read_once in zip(paths, data or [None] * len(paths)):
-        if _stop is not None and _stop.is_set():
+        if (_stop is not None and _stop.is_set()) or (_parent is not None and os.getppid() != _parent):
             break  # devlint is gone: nobody reads these results
         results.append(check_file(path, config, write=write, data=read_once))
     return results
+
+
+_parent = None  # in a worker: devlint's pid
 
 
 def _start_worker(parent: int, stop) -> None:
@@ -190,20 +193,51 @@ def _start_worker(parent: int, stop) -> None:
 
 
 def _exit_with_parent(parent: int) -> None:
-    """In a worker: exit when devlint itself is gone.
+    """In a worker: exit when devlint itself is gone, at once, and write nothing more.
 
     A killed devlint (SIGKILL from a CI timeout or an impatient pre-commit) cannot shut its pool
-    down, and its workers would wait for work forever, each holding LibCST and its memory.
+    down: its workers went on checking and fixing their queued files (for 2.4 s), then waited for
+    work forever. On Linux the kernel sends the worker SIGTERM when devlint dies (PR_SET_PDEATHSIG),
+    which ends it at once, or right after the write in hand (writes hold SIGTERM, see
+    devlint.source); elsewhere a thread watches for the parent's end. Either way no write starts
+    once devlint is gone (devlint.source.stop_writing_without), nor another file (_check_chunk).
     """
+    import signal
     import threading
     import time
 
+    from devlint.source import _write_lock, stop_writing_without
+
+    global _parent
+    _parent = parent
+    stop_writing_without(parent)
+    if sys.platform == "linux" and _parent_death_signal(signal.SIGTERM):
+        # (no watching thread here: SIGTERM could reach it while a write holds it in the main thread)
+        if os.getppid() != parent:
+            os._exit(1)  # devlint died before the signal was asked for
+        return
+
     def watch() -> None:
         while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
+            time.sleep(0.1)
+        with _write_lock:  # the write in hand ends first
+            os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def _parent_death_signal(signum: int) -> bool:
+    """Ask Linux to send `signum` to this process when its parent dies; False where that fails.
+
+    (The kernel sends it when the thread that forked this process ends: devlint forks its workers
+    from the thread that waits for them.)"""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, signum, 0, 0, 0) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
 
 
 def _in_workers(paths: list[str], config: Config, write: bool, jobs: int,

@@ -77,9 +77,12 @@ def write_fixed(path: str, data: bytes, *, expected: bytes | None = None) -> Non
     - A file with one link is replaced atomically: a temporary file in its folder, flushed to disk,
       given the file's mode and owner, then renamed over it. A reader or a crash sees the old bytes
       or the new ones, never a mix.
-    - A file with other hard links, or whose owner this process cannot give a new file (not root),
-      is rewritten in place instead: a rename would split it from its other names or change its
-      owner. That write is not atomic against a crash, but Ctrl-C waits for it to end.
+    - A file with other hard links, whose owner this process cannot give a new file (not root), or
+      in a folder where no file can be created (a writable file in a read-only folder, which ruff
+      fixes too), is rewritten in place instead: a rename would split it from its other names or
+      change its owner, and the temporary file has no place. That write is not atomic against a
+      crash, but Ctrl-C and SIGTERM wait for it to end.
+    - In a worker, nothing is written once devlint is gone (see `stop_writing_without`).
 
     Raises NotWritten (a refusal) or OSError.
     """
@@ -87,15 +90,48 @@ def write_fixed(path: str, data: bytes, *, expected: bytes | None = None) -> Non
     info = os.stat(real)
     if not info.st_mode & 0o222:
         raise NotWritten("read-only file; fixes not written")
-    if info.st_nlink > 1 or not _replace(real, data, info, expected):
-        _rewrite_in_place(real, data, expected)
+    with _write_held():
+        if info.st_nlink > 1 or not _replace(real, data, info, expected):
+            _rewrite_in_place(real, data, expected)
+
+
+# A worker's parent (devlint): no write starts once it is gone, and a worker that ends because it is
+# gone waits for the write in hand (`_write_lock`), which is never left half done.
+_parent: int | None = None
+_write_lock = threading.Lock()
+
+
+def stop_writing_without(parent: int) -> None:
+    """In a worker: write nothing once the process `parent` (devlint) is gone (killed: its results
+    would be read by nobody, and the user may already be editing the files again)."""
+    global _parent
+    _parent = parent
+
+
+@contextlib.contextmanager
+def _write_held():
+    """Hold the write lock, and SIGTERM (the signal a worker gets when devlint dies, see
+    devlint.runner) until the write is done; exit first if devlint is already gone."""
+    blocking = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
+    with _write_lock:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}) if blocking else None
+        try:
+            if _parent is not None and os.getppid() != _parent:
+                os._exit(1)
+            yield
+        finally:
+            if blocking:
+                signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _replace(path: str, data: bytes, info: os.stat_result, expected: bytes | None) -> bool:
     """Atomic write through a temporary file; False (nothing done) when the owner cannot be kept."""
     directory = os.path.dirname(path)
     _remove_stale_temporaries(directory)
-    fd, tmp = tempfile.mkstemp(prefix=f".devlint-{os.getpid()}-", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".devlint-{os.getpid()}-", suffix=".tmp", dir=directory)
+    except PermissionError:
+        return False  # a folder the user may not create files in: rewrite the (writable) file in place
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -390,3 +390,15 @@ def test_quiet_and_silent_on_stdin():
     assert (silent.exit_code, silent.stdout) == (1, "")
     fixed = runner.invoke(main, ["-", "-s", "--fix"], input=BUGGY)  # the fixed source is the product
     assert "torch.zeros(3).to(device)" in fixed.stdout
+
+
+def test_python_m_devlint_does_not_import_the_users_modules_from_the_current_folder(tmp_path):
+    # `python -m` puts the current folder first on sys.path: a project's own click.py or difflib.py
+    # was imported in place of the library's.
+    for name in ("click", "difflib", "libcst"):
+        (tmp_path / f"{name}.py").write_text(f"raise SystemExit('imported {name}.py from the current folder')\n")
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(3).cuda()\n")
+    done = subprocess.run([sys.executable, "-m", "devlint", "--no-cache", "--diff", "train.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert "from the current folder" not in done.stdout + done.stderr
+    assert done.returncode == 1 and "+x = torch.zeros(3).to(device)" in done.stdout

@@ -215,3 +215,98 @@ def test_a_coding_cookie_is_read_whatever_the_line_endings(tmp_path, newline):
     assert result.exit_code == 0, result.output
     fixed = (tmp_path / "cookie.py").read_bytes()
     assert b"# caf\xe9" + newline in fixed and b".to(device)" in fixed
+
+
+# -- issue 29: options that were ignored or crashed ------------------------------------------------
+@pytest.mark.parametrize("expression", ["-" * 30000 + "1", "not " * 20000 + "x", "-" * 300 + "1", "x" + ".a" * 400])
+@pytest.mark.parametrize("where", ["option", "config"])
+def test_a_deeply_nested_device_expression_is_a_usage_error_not_a_traceback(tmp_path, expression, where):
+    # It ended in a MemoryError or RecursionError traceback, exit 1.
+    if where == "option":
+        root = project(tmp_path)
+        result = run("--no-cache", "--fix", "--device-expression", expression, ".", cwd=root)
+    else:
+        root = project(tmp_path, f'[tool.devlint]\ndevice-expression = "{expression}"\n')
+        result = run("--no-cache", "--fix", ".", cwd=root)
+    assert result.exit_code == 2, result.output
+    assert "device-expression" in result.output and ("nested" in result.output or "longer than" in result.output)
+    assert len(result.output) < 400  # the expression is not printed whole
+    assert (root / "train.py").read_text() == BUGGY
+
+
+def test_a_device_expression_of_ordinary_depth_is_still_written(tmp_path):
+    root = project(tmp_path)
+    expression = 'torch.device(f"cuda:{rank}" if torch.cuda.is_available() else "cpu")'
+    assert run("--no-cache", "--fix", "--device-expression", expression, ".", cwd=root).exit_code == 0
+    assert f"device = {expression}" in (root / "train.py").read_text()
+
+
+def test_output_file_may_not_be_a_hard_link_of_a_checked_file(tmp_path):
+    # A hard link has its own real path: the report replaced the source it shares an inode with.
+    root = project(tmp_path)
+    os.link(root / "train.py", root / "report.txt")
+    result = run("--no-cache", "-o", "report.txt", "train.py", cwd=root)
+    assert result.exit_code == 2
+    assert "report.txt is one of the files being checked" in result.output
+    assert (root / "train.py").read_text() == BUGGY
+
+
+@pytest.mark.parametrize("args, complaint", [
+    (["-", "train.py"], "`-` (read stdin) cannot be combined with other paths"),
+    (["train.py", "-"], "`-` (read stdin) cannot be combined with other paths"),
+    (["--isolated", "--config", "missing.toml", "train.py"], "cannot be used with --config"),
+    (["--stdin-filename", "other.py", "train.py"], "--stdin-filename names the source read from stdin"),
+])
+def test_options_one_of_which_would_be_ignored_are_a_usage_error(tmp_path, args, complaint):
+    # Each ran as if the ignored part was not there (exit 1 with train.py's finding, or "-: no such file").
+    root = project(tmp_path)
+    result = run("--no-cache", *args, cwd=root, input=BUGGY)
+    assert result.exit_code == 2
+    assert complaint in result.output
+    assert "DL001" not in result.output
+
+
+def test_stdin_filename_alone_or_with_dash_still_reads_stdin(tmp_path):
+    for args in (["--stdin-filename", "x.py"], ["--stdin-filename", "x.py", "-"]):
+        result = run("--no-cache", *args, cwd=tmp_path, input=BUGGY)
+        assert result.exit_code == 1 and "x.py:2:" in result.output
+
+
+def test_a_newline_in_a_file_name_is_escaped_in_the_text_output(tmp_path):
+    root = project(tmp_path)
+    os.rename(root / "train.py", root / "a\nb.py")
+    (root / "bad\r.py").write_bytes(b"x = (\n")
+    result = run("--no-cache", ".", cwd=root)
+    lines = result.output.splitlines()
+    assert "a\\nb.py:2:20: DL001 [*] `.cuda()` hard-codes the CUDA device; use `.to(device)`" in lines
+    assert any(line.startswith("bad\\r.py:") and "error" in line for line in lines)
+    assert not any(line in ("a", "b.py", "bad") or line.startswith("b.py:") for line in lines)
+
+
+def test_the_diff_of_a_file_with_cr_only_line_endings_has_one_line_per_line(tmp_path):
+    root = project(tmp_path)
+    (root / "train.py").write_bytes(BUGGY.replace("\n", "\r").encode())
+    result = run("--no-cache", "--diff", "train.py", cwd=root)
+    assert result.exit_code == 1
+    lines = result.output.split("\n")
+    assert "-x = torch.zeros(3).cuda()" in lines and "+x = torch.zeros(3).to(device)" in lines
+    assert "\r" not in result.output
+    assert (root / "train.py").read_bytes() == BUGGY.replace("\n", "\r").encode()  # --diff writes nothing
+
+
+def test_the_diff_of_a_last_line_without_a_newline_does_not_run_into_the_next(tmp_path):
+    root = project(tmp_path)
+    (root / "train.py").write_text(BUGGY.rstrip("\n"))
+    result = run("--no-cache", "--diff", "train.py", cwd=root)
+    lines = result.output.split("\n")
+    assert lines[lines.index("-x = torch.zeros(3).cuda()") + 1] == "\\ No newline at end of file"
+
+
+@pytest.mark.parametrize("other", ["--fix", "--ignore-noqa", "--statistics"])
+def test_add_noqa_with_an_option_it_cannot_honour_is_a_usage_error_as_in_ruff(tmp_path, other):
+    # --fix --add-noqa silenced every finding instead of fixing the fixable ones.
+    root = project(tmp_path)
+    result = run("--no-cache", "--add-noqa", other, ".", cwd=root)
+    assert result.exit_code == 2
+    assert f"--add-noqa cannot be used with {other}" in result.output
+    assert (root / "train.py").read_text() == BUGGY

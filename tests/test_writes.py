@@ -317,6 +317,33 @@ def test_unreadable_paths_named_on_the_command_line_are_reported_and_the_rest_ch
     assert "good.py:2:20: DL001" in proc.stdout
 
 
+def test_a_writable_file_in_a_read_only_folder_is_fixed_in_place(unprivileged_dir):
+    # The atomic replace needs a temporary file in the folder: the fix was refused
+    # ("cannot write fixes: Permission denied"); ruff writes such a file, in place.
+    folder = unprivileged_dir / "shared"
+    path = write(folder / "a.py")
+    path.chmod(0o666)  # anyone may write the file, not the folder (its owner, root, may)
+    inode = path.stat().st_ino
+    folder.chmod(0o555)
+    proc = devlint_unprivileged(unprivileged_dir, "--fix", "shared/a.py")
+    assert proc.returncode == 0, proc.stderr
+    assert FIXED_MARK in path.read_text()
+    assert path.stat().st_ino == inode and sorted(os.listdir(folder)) == ["a.py"]
+
+
+def test_where_no_temporary_file_can_be_made_the_fix_is_written_in_place(tmp_path, monkeypatch):
+    # (the same, where this process may create files anywhere: root)
+    path = write(tmp_path / "a.py")
+    inode = path.stat().st_ino
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(source.tempfile, "mkstemp", refused)
+    assert fix(str(path)).exit_code == 0
+    assert FIXED_MARK in path.read_text() and path.stat().st_ino == inode
+
+
 # -- 8. Ctrl-C during a parallel --fix ---------------------------------------------------------------
 SLOW = BUGGY + "".join(f"y{n} = torch.zeros({n}).cuda()  # " + "x" * 40 + "\n" for n in range(20))
 FILES = 200

@@ -402,11 +402,11 @@ def derived_device(ctx: FileContext, value: cst.CSTNode) -> str | None:
     if isinstance(parent, cst.BinaryOperation):
         candidates = [parent.right if parent.left is child else parent.left]
     else:
+        element = container = None
         if isinstance(parent, cst.Element):
-            container = ctx.parent(parent)
+            element, container = parent, ctx.parent(parent)
             if not isinstance(container, (cst.List, cst.Tuple)):
                 return None
-            candidates = [e.value for e in container.elements if isinstance(e, cst.Element) and e is not parent]
             parent = ctx.parent(container)
         elif not isinstance(parent, cst.Arg):
             return None
@@ -414,6 +414,8 @@ def derived_device(ctx: FileContext, value: cst.CSTNode) -> str | None:
         if not (isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star
                 and isinstance(call, cst.Call) and _combines(ctx, call)):
             return None
+        if container is not None:  # (only now: the elements of every list, per element, were quadratic)
+            candidates = [e.value for e in container.elements if isinstance(e, cst.Element) and e is not element]
         for arg in call.args:
             if arg is not parent and arg.keyword is None and not arg.star:
                 candidates.append(arg.value)
@@ -1194,15 +1196,15 @@ def _definition_reaches(ctx: FileContext, node: cst.CSTNode) -> bool:
 def insertion_index(module: cst.Module) -> int:
     """After the docstring, `__future__` imports, the leading import header (with any module-level
     `global` statements in it, and the set-up between its imports: `matplotlib.use(...)`,
-    `sys.path.insert(...)`, `try: import x` ...) and the import of torch.
+    `sys.path.insert(...)`, `try: import x` ...) and the import of torch."""
+    if _last_insertion[0] is module:  # asked once per fix: the header's set-up check walks whole statements
+        return _last_insertion[1]
+    index = _insertion_index(module)
+    _last_insertion[:] = [module, index]
+    return index
 
-    Every fix site asks, and the header's set-up may be long: the last module's answer is kept."""
-    if _last_insertion[0] is not module:
-        _last_insertion[:] = [module, _insertion_index(module)]
-    return _last_insertion[1]
 
-
-_last_insertion: list = [None, 0]
+_last_insertion: list = [None, 0]  # (module, its insertion index): modules are immutable
 
 
 def _insertion_index(module: cst.Module) -> int:

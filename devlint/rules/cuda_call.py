@@ -55,8 +55,12 @@ class CudaCall(Rule):
     definition the fixer inserts (after the imports in a script, in the function otherwise; named
     `_device` after a star import, which may bind `device`). `next(self.parameters()).device` is
     never written: it raises `StopIteration` in a module without parameters and in `nn.DataParallel`
-    replicas, and names one device of a model split over several. With a device index (`x.cuda(1)`, `x.cuda(device=k)`) the rewrite drops
-    which GPU was meant, so it is **unsafe** (applied only with `--unsafe-fixes`). It is unsafe too in a
+    replicas, and names one device of a model split over several. With a constant device index
+    (`x.cuda(1)`, `x.cuda(device=1)`) the rewrite drops which GPU was meant, so it is **unsafe** (applied
+    only with `--unsafe-fixes`). With an index computed at run time (`x.cuda(local_rank)`,
+    `x.cuda(args.gpu)`, `x.cuda(next(gpus))`) the fix is **display-only**: the expression picks each
+    process's own GPU, and `.to(device)` would put every process on the first one (or drop what the
+    expression does); `.to(torch.device("cuda", k))` would keep it but still need CUDA. It is unsafe too in a
     file whose classes define their own `cuda()`: `.to(device)` skips that override, which may move what
     `Module.to` does not (a plain tensor attribute), and the program then mixes devices on the GPU. It
     is unsafe, with the reason in its title, where the device written may be the run's device but is not
@@ -195,6 +199,8 @@ class CudaCall(Rule):
             fixed="import torch\ndef f(x, device):\n    return x.to(device, non_blocking=True)\n",
             unsafe=True,
         ),
+        Invalid("import torch\ndef f(x, local_rank):\n    return x.cuda(local_rank)\n",
+                fixed="import torch\ndef f(x, local_rank):\n    return x.cuda(local_rank)\n", unsafe=True),
         Invalid(
             "import torch\nx = x.cuda(device=1)\n",
             fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -291,6 +297,11 @@ class CudaCall(Rule):
         if device_name != self.ctx.options.device_name and "." in device_name:
             title = f"Replace `.cuda()` with `.to({device_name})`"
         index = find_arg(call, "device", 0)
+        if index is not None and not is_none(index.value) and not isinstance(index.value, cst.Integer):
+            # `.cuda(local_rank)`: each process's own GPU; `.to(device)` would put them all on one
+            # (and would drop whatever the expression does)
+            return self.display_only(f"{title} (the device index is computed at run time: "
+                                     "`.to(device)` would drop the GPU it selects)")
         non_blocking = find_arg(call, "non_blocking", 1)
         device_arg = cst.Arg(cst.parse_expression(device_name))
         args = []
