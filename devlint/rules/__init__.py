@@ -34,6 +34,10 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DL007", "hardcoded-device-ids", True, "hardcoded_device_ids", "HardcodedDeviceIds"),
     RuleInfo("DL008", "cuda-visible-devices-misuse", True, "cuda_visible_devices_misuse",
              "CudaVisibleDevicesMisuse"),
+    RuleInfo("DL009", "unregistered-module-tensor", True, "unregistered_module_tensor", "UnregisteredModuleTensor"),
+    RuleInfo("DL010", "factory-without-device-in-forward", True, "factory_without_device_in_forward",
+             "FactoryWithoutDeviceInForward"),
+    RuleInfo("DL012", "module-device-attribute", True, "module_device_attribute", "ModuleDeviceAttribute"),
     RuleInfo("DL015", "cuda-only-api", False, "cuda_only_api", "CudaOnlyApi"),
     RuleInfo("DL100", "unused-noqa", False, "unused_noqa", "UnusedNoqa"),
 )

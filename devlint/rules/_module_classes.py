@@ -1,0 +1,245 @@
+"""`nn.Module` subclasses whose whole base chain devlint can see, and what the chain binds.
+
+DL009, DL010 and DL012 reason about what `nn.Module` does for a class (`model.to(device)` moves its
+parameters and buffers, nothing else; a module has no `device` attribute). That holds only where every
+class of the chain is known: torch.nn classes, classes of this file, and project classes in other files
+(devlint.project, `ProjectView.class_chain`). A base devlint cannot see into (Hugging Face
+`PreTrainedModel`, `LightningModule`, an mmcv `BaseModule`) may define `device`, override `_apply` or
+move attributes itself: such a class answers None, and the rules leave it alone.
+
+`module_classes(ctx)` returns the file's one `ModuleClasses` (built on first use, kept on the context):
+
+`chain(cls) -> Chain | None`
+    for a class of this file: None unless it subclasses `nn.Module` and every base is known.
+`instance_chain(expr) -> Chain | None`
+    for an expression that is certainly an instance of such a class (`Net()`, `nn.Linear(2, 2)`, a name
+    whose every binding in its scope is one, `Net().to(device).eval()`, `self.encoder` whose every
+    assignment is one); None otherwise (a parameter, a function's result, `self`).
+`Chain.members`
+    every name some class of the chain binds (class body, methods, `self.x = ...`, literal
+    `register_buffer`/`add_module`/`setattr` names), "*" when one may bind any name.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+
+import libcst as cst
+
+from devlint.context import FileContext
+from devlint.project import class_members
+from devlint.rules._kinds import MODULE_METHODS, is_module_base
+from devlint.syntax import descendants
+
+# torch.nn classes that do define what a plain module lacks (`self.device` in DDP's __init__).
+_TORCH_MEMBERS = {
+    "torch.nn.parallel.DistributedDataParallel": frozenset({"device"}),
+    "torch.nn.parallel.distributed.DistributedDataParallel": frozenset({"device"}),
+}
+ANY = "*"
+
+
+@dataclass(frozen=True)
+class Chain:
+    members: frozenset
+    local: cst.ClassDef | None = None  # the class of this file, when it is one
+
+    def binds(self, name: str) -> bool:
+        return name in self.members or ANY in self.members
+
+
+def module_classes(ctx: FileContext) -> "ModuleClasses":
+    found = getattr(ctx, "_devlint_module_classes", None)
+    if found is None:
+        found = ModuleClasses(ctx)
+        setattr(ctx, "_devlint_module_classes", found)
+    return found
+
+
+class ModuleClasses:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._chains: dict[cst.ClassDef, Chain | None] = {}
+
+    @cached_property
+    def _local_classes(self) -> dict[str, cst.ClassDef]:
+        """Classes of the file by name; a name defined twice (or bound otherwise too) is left out."""
+        counts: dict[str, list[cst.ClassDef]] = {}
+        for node in self.ctx.nodes(cst.ClassDef):
+            counts.setdefault(node.name.value, []).append(node)
+        return {name: nodes[0] for name, nodes in counts.items()
+                if len(nodes) == 1 and name not in self.ctx.binding_sites and name not in self.ctx.imported_names}
+
+    def subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """Classes of the file that name `cls` as a base."""
+        name = cls.name.value
+        return [node for node in self.ctx.nodes(cst.ClassDef)
+                if any(isinstance(b.value, cst.Name) and b.value.value == name for b in node.bases)]
+
+    def chain(self, cls: cst.ClassDef) -> Chain | None:
+        if cls not in self._chains:
+            self._chains[cls] = None  # (a class that is its own base, through others: unknown)
+            self._chains[cls] = self._compute(cls)
+        return self._chains[cls]
+
+    def _compute(self, cls: cst.ClassDef) -> Chain | None:
+        if cls.keywords or not cls.bases:
+            return None  # (a metaclass may add anything)
+        members = set(self._own_members(cls))
+        module = False
+        for base in cls.bases:
+            if base.star:
+                return None
+            found = self.base_chain(base.value)
+            if found is None:
+                return None
+            is_module, base_members = found
+            module |= is_module
+            members |= base_members
+        return Chain(frozenset(members), cls) if module else None
+
+    def base_chain(self, expr: cst.BaseExpression) -> tuple[bool, frozenset] | None:
+        """(is it an nn.Module class, the names its chain binds) for a base or a called class; None
+        when devlint cannot see the whole chain."""
+        if isinstance(expr, cst.Name) and expr.value in self._local_classes:
+            chain = self.chain(self._local_classes[expr.value])
+            return None if chain is None else (True, chain.members)
+        names = self.ctx.qualified_names(expr)
+        if len(names) != 1:
+            return None
+        name = names.pop()
+        if name in ("object", "builtins.object"):
+            return False, frozenset()
+        if is_module_base(name):
+            return True, _TORCH_MEMBERS.get(name, frozenset())
+        return self._project_chain(expr, name)
+
+    def _project_chain(self, expr: cst.BaseExpression, name: str) -> tuple[bool, frozenset] | None:
+        view = self.ctx.project
+        root = expr
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if view is None or not isinstance(root, cst.Name) or root.value not in self.ctx.imported_names:
+            return None
+        ref = view.class_of(name)
+        found = view.class_chain(ref) if ref is not None else None
+        if found is None:
+            return None
+        externals, members = found
+        if not externals or not all(is_module_base(e) or e in ("object", "builtins.object") for e in externals):
+            return None
+        if not any(is_module_base(e) for e in externals):
+            return None
+        for external in externals:
+            members = members | _TORCH_MEMBERS.get(external, frozenset())
+        return True, frozenset(members)
+
+    def _own_members(self, cls: cst.ClassDef) -> frozenset:
+        try:
+            tree = ast.parse(self.ctx.module.code_for_node(cls.with_changes(decorators=[])))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return frozenset({ANY})
+        node = tree.body[0] if tree.body else None
+        return class_members(node) if isinstance(node, ast.ClassDef) else frozenset({ANY})
+
+    # -- instances -------------------------------------------------------------------------------------
+    def instance_chain(self, expr: cst.BaseExpression, depth: int = 0) -> Chain | None:
+        if depth > 8:
+            return None
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in MODULE_METHODS and func.attr.value != "type":
+                return self.instance_chain(func.value, depth + 1)  # `Net().to(device).eval()`
+            found = self.base_chain(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+            if found is None or not found[0]:
+                return None
+            local = self._local_classes.get(func.value) if isinstance(func, cst.Name) else None
+            return Chain(found[1], local)
+        if isinstance(expr, cst.Name) and expr.value != "self":
+            values = self._bound_values(expr)
+            chains = [self.instance_chain(v, depth + 1) for v in values]
+            if not chains or any(c is None for c in chains):
+                return None
+            return Chain(frozenset().union(*(c.members for c in chains)),
+                         chains[0].local if len({c.local for c in chains}) == 1 else None)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            values = self._self_attribute_values(expr)
+            chains = [self.instance_chain(v, depth + 1) for v in values]
+            if not chains or any(c is None for c in chains):
+                return None
+            return Chain(frozenset().union(*(c.members for c in chains)))
+        return None
+
+    def _bound_values(self, name: cst.Name) -> list[cst.BaseExpression]:
+        """The values of every binding of `name` in its scope, all plain assignments; [] otherwise."""
+        assignments = self.ctx.bindings(name)
+        values = []
+        for assignment in assignments:
+            value = self.ctx.assigned_value(assignment.node)
+            if value is None:
+                return []
+            values.append(value)
+        return values
+
+    def _self_attribute_values(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
+        """The values of every assignment to `self.<name>` in the class; [] when one is not plain."""
+        cls = self.ctx.enclosing(attr, cst.ClassDef)
+        if cls is None:
+            return []
+        name = attr.attr.value
+        values = []
+        for node in _descendants_of(cls, cst.Attribute, self.ctx):
+            if not (isinstance(node.value, cst.Name) and node.value.value == "self" and node.attr.value == name):
+                continue
+            parent = self.ctx.parent(node)
+            if isinstance(parent, cst.AssignTarget) and parent.target is node:
+                statement = self.ctx.parent(parent)
+                if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+                    return []
+                values.append(statement.value)
+            elif isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node:
+                return []
+            elif isinstance(parent, (cst.Element, cst.StarredElement, cst.For, cst.CompFor, cst.AsName, cst.Del)):
+                return []
+        return values
+
+
+def _descendants_of(root: cst.CSTNode, kind: type, ctx: FileContext | None = None):
+    """The nodes of `kind` inside `root`."""
+    return (node for node in descendants(root) if isinstance(node, kind))
+
+
+def enclosing_method(ctx: FileContext, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
+    """The method (a function defined directly in a class body) around `node`, and its class."""
+    function = ctx.enclosing(node, cst.FunctionDef)
+    if function is None:
+        return None
+    block = ctx.parent(function)
+    cls = ctx.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    return (function, cls) if isinstance(cls, cst.ClassDef) else None
+
+
+def methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    """The class's own methods by name (the last definition wins, as in Python)."""
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    return {item.name.value: item for item in body if isinstance(item, cst.FunctionDef)}
+
+
+def reachable_methods(ctx: FileContext, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
+    """`start` and the methods of the class it calls as `self.m(...)`, transitively."""
+    own = methods(cls)
+    if start not in own:
+        return []
+    seen = [own[start]]
+    index = 0
+    while index < len(seen):
+        function = seen[index]
+        index += 1
+        for call in _descendants_of(function, cst.Call, ctx):
+            func = call.func
+            if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                    and func.attr.value in own and own[func.attr.value] not in seen):
+                seen.append(own[func.attr.value])
+    return seen
