@@ -44,6 +44,35 @@ RULES: tuple[RuleInfo, ...] = (
 INFO_BY_CODE: dict[str, RuleInfo] = {info.code: info for info in RULES}
 
 
+class RuntimeErrorRow(NamedTuple):
+    exception: str  # the exception's class name
+    text: str  # a piece of its message
+    code: str  # the rule whose pattern raises it
+
+
+# The errors a rule prevents, as a program raises them at run time (under `devlint run --virtual-gpu`,
+# or a GPU): the run's error report names the rules of every row that matches (rows of codes not in
+# RULES are skipped). A rule that prevents an error is one row here.
+RUNTIME_ERRORS: tuple[RuntimeErrorRow, ...] = (
+    RuntimeErrorRow("AssertionError", "Torch not compiled with CUDA enabled", "DL001"),
+    RuntimeErrorRow("RuntimeError", "No CUDA GPUs are available", "DL001"),
+    RuntimeErrorRow("RuntimeError", "Attempting to deserialize object on a CUDA device", "DL002"),
+    RuntimeErrorRow("RuntimeError", "invalid device ordinal", "DL007"),
+    RuntimeErrorRow("RuntimeError", "Expected all tensors to be on the same device", "DL009"),
+    RuntimeErrorRow("RuntimeError", "Expected all tensors to be on the same device", "DL010"),
+    RuntimeErrorRow("TypeError", "can't convert cuda", "DL011"),
+    RuntimeErrorRow("AttributeError", "object has no attribute 'device'", "DL012"),
+)
+
+
+def rules_for_error(exception: BaseException) -> list[RuleInfo]:
+    """The rules whose pattern raises `exception` (by RUNTIME_ERRORS), in code order."""
+    message = str(exception)
+    names = {cls.__name__ for cls in type(exception).__mro__}
+    codes = {row.code for row in RUNTIME_ERRORS if row.exception in names and row.text in message}
+    return [info for info in RULES if info.code in codes]
+
+
 _CLASSES: dict[str, type] = {}
 
 

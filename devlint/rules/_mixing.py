@@ -215,7 +215,7 @@ _TENSOR_QUERIES = frozenset({"shape", "device", "dtype", "ndim", "size", "dim", 
 
 def tensor_inputs(ctx: FileContext, function: cst.FunctionDef, strict: bool = False) -> set[str]:
     """Inputs of `function` it uses as tensors: annotated so, asked `.shape`/`.device`/`.size()`, given
-    to a submodule, or (in `forward`, unless `strict`) neither annotated nor given a default other than
+    to a submodule or a torch op (not a factory), or (in `forward`, unless `strict`) neither annotated nor given a default other than
     None."""
     cache = ctx.__dict__.setdefault("_devlint_tensor_inputs", {})
     if (function, strict) in cache:
@@ -234,8 +234,9 @@ def tensor_inputs(ctx: FileContext, function: cst.FunctionDef, strict: bool = Fa
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in inputs \
                 and node.attr.value in _TENSOR_QUERIES:
             found.add(node.value.value)
-        elif isinstance(node, cst.Call) and _is_submodule(ctx, node.func):
-            found.update(a.value.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in inputs)
+        elif isinstance(node, cst.Call) and (_is_submodule(ctx, node.func) or _is_torch_function(ctx, node)):
+            found.update(a.value.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in inputs
+                         and a.keyword is None)
     cache[function, strict] = found
     return found
 
@@ -250,10 +251,24 @@ def _local_follows(ctx: FileContext, name: cst.Name, function: cst.FunctionDef, 
     """A local of `function` every binding of which is a tensor of the computation (`h = self.norm(x)`)."""
     sites = [s for s in ctx.binding_sites.get(name.value, ()) if ctx.enclosing(s, cst.FunctionDef) is function
              and not isinstance(s, cst.Param)]
-    if not sites:
+    values = [_bound_value(ctx, site) for site in sites]
+    if not values or any(v is None for v in values):
         return False
-    for site in sites:
-        value = ctx.assigned_value(site)
-        if value is None or not _follows_module(ctx, value, function, depth):
-            return False
-    return True
+    # (`att = att.masked_fill(...)` follows whatever `att` was: the other bindings decide)
+    others = [v for v in values if not any(isinstance(n, cst.Name) and n.value == name.value
+                                           for n in (v, *descendants(v)))]
+    return bool(others) and all(_follows_module(ctx, v, function, depth) for v in others)
+
+
+def _bound_value(ctx: FileContext, site: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value a name is bound to, or for `q, k = <value>` the value unpacked (its pieces share its device)."""
+    value = ctx.assigned_value(site)
+    if value is not None:
+        return value
+    node = site
+    while isinstance(ctx.parent(node), (cst.Element, cst.Tuple, cst.List)):
+        node = ctx.parent(node)
+    target = ctx.parent(node)
+    if node is not site and isinstance(target, cst.AssignTarget) and isinstance(ctx.parent(target), cst.Assign):
+        return ctx.parent(target).value
+    return None

@@ -165,7 +165,7 @@ class ModuleClasses:
             return Chain(frozenset().union(*(c.members for c in chains)),
                          chains[0].local if len({c.local for c in chains}) == 1 else None)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            values = self._self_attribute_values(expr)
+            values = self.self_attribute_values(expr)
             chains = [self.instance_chain(v, depth + 1) for v in values]
             if not chains or any(c is None for c in chains):
                 return None
@@ -183,7 +183,7 @@ class ModuleClasses:
             values.append(value)
         return values
 
-    def _self_attribute_values(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
+    def self_attribute_values(self, attr: cst.Attribute) -> list[cst.BaseExpression]:
         """The values of every assignment to `self.<name>` in the class; [] when one is not plain."""
         cls = self.ctx.enclosing(attr, cst.ClassDef)
         if cls is None:

@@ -156,7 +156,8 @@ class FactoryWithoutDeviceInForward(Rule):
         title = f"Create it on `{source}.device`"
         if factory in _RANDOM and find_arg(call, "generator", None) is not None:
             return self.display_only(f"{title} (a CPU `generator=` cannot draw on the GPU)")
-        reason = "the input may live elsewhere than the model, and random draws differ on the GPU"
+        reason = "the input may live elsewhere than the model" + (
+            ", and random draws differ on the GPU" if factory in _RANDOM else "")
         if factory == "torch.from_numpy":
             return self.fix(f"{title} ({reason})", Applicability.UNSAFE, self.insert_after(call, f".to({source}.device)"))
         device = cst.Arg(cst.parse_expression(f"{source}.device"), keyword=cst.Name("device"),

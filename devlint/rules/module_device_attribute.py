@@ -262,6 +262,9 @@ class ModuleDeviceAttribute(Rule):
         if isinstance(value, cst.Name):
             values = [self.ctx.assigned_value(a.node) for a in self.ctx.bindings(value)]
             return bool(values) and all(v is not None and self._has_parameters(v, None, depth + 1) for v in values)
+        if isinstance(value, cst.Attribute) and dotted_name(value.value) == "self":  # `self.proj`
+            values = module_classes(self.ctx).self_attribute_values(value)
+            return bool(values) and all(self._has_parameters(v, None, depth + 1) for v in values)
         return isinstance(value, cst.Call) and self._creates_parameters(value, depth)
 
     def _creates_parameters(self, call: cst.Call, depth: int) -> bool:
