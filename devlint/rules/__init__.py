@@ -60,6 +60,8 @@ RUNTIME_ERRORS: tuple[RuntimeErrorRow, ...] = (
     RuntimeErrorRow("RuntimeError", "invalid device ordinal", "DL007"),
     RuntimeErrorRow("RuntimeError", "Expected all tensors to be on the same device", "DL009"),
     RuntimeErrorRow("RuntimeError", "Expected all tensors to be on the same device", "DL010"),
+    RuntimeErrorRow("RuntimeError", "expected self and mask to be on the same device", "DL009"),
+    RuntimeErrorRow("RuntimeError", "expected self and mask to be on the same device", "DL010"),
     RuntimeErrorRow("TypeError", "can't convert cuda", "DL011"),
     RuntimeErrorRow("AttributeError", "object has no attribute 'device'", "DL012"),
 )
