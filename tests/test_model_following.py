@@ -111,6 +111,13 @@ def test_dl010_not_flagged(source):
     assert lint(source, "DL010") == []
 
 
+@pytest.mark.parametrize("expression", ["F.relu(x).device", "nn.functional.gelu(x).device",
+                                        "nn.init.zeros_(x).device", "nn.Parameter(x).device"])
+def test_dl012_a_function_of_torch_nn_makes_no_module(expression):
+    source = f"import torch.nn as nn\nimport torch.nn.functional as F\ndef f(x):\n    return {expression}\n"
+    assert lint(source, "DL012") == []
+
+
 def test_dl012_self_device_not_flagged_where_a_subclass_of_the_file_defines_it():
     source = ("import torch.nn as nn\nclass Base(nn.Module):\n    def f(self):\n        return self.device\n"
               "class Child(Base):\n    @property\n    def device(self):\n        return 'cpu'\n")

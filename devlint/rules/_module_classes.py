@@ -30,7 +30,7 @@ import libcst as cst
 
 from devlint.context import FileContext
 from devlint.project import class_members
-from devlint.rules._kinds import MODULE_METHODS, is_module_base
+from devlint.rules._kinds import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
 from devlint.syntax import descendants
 
 # torch.nn classes that do define what a plain module lacks (`self.device` in DDP's __init__).
@@ -155,6 +155,9 @@ class ModuleClasses:
             found = self.base_chain(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
             if found is None or not found[0]:
                 return None
+            names = self.ctx.qualified_names(func)
+            if any(n.startswith("torch.") for n in names) and not all(torch_call_kind(n) is MODULE for n in names):
+                return None  # (`F.relu(x)`: a function of torch.nn, not a class)
             local = self._local_classes.get(func.value) if isinstance(func, cst.Name) else None
             return Chain(found[1], local)
         if isinstance(expr, cst.Name) and expr.value != "self":

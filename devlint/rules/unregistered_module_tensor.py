@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._kinds import TENSOR
-from devlint.rules._mixing import meets_module_tensor, moved_at_use
+from devlint.rules._mixing import may_call_a_factory, meets_module_tensor, moved_at_use
 from devlint.rules._module_classes import ANY, methods, module_classes, reachable_methods
-from devlint.rules._placement import CPU
+from devlint.rules._placement import CPU, FACTORIES
 from devlint.syntax import descendants, dotted_name, is_none, string_value
 
 # What `model.to(device)` would still not move, or what moves the attribute by hand.
@@ -175,9 +177,11 @@ class UnregisteredModuleTensor(Rule):
 
     @staticmethod
     def could_match(summary) -> bool:
-        return bool(summary.torch_names)
+        return may_call_a_factory(summary, FACTORIES)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if not self._factories:
+            return  # (a tensor made on the CPU comes from a torch factory; `could_match` says the same)
         classes = module_classes(self.ctx)
         chain = classes.chain(node)
         if chain is None or chain.members & _OWN_MOVES:
@@ -201,6 +205,11 @@ class UnregisteredModuleTensor(Rule):
                         self._fix(node, assign, target, init, forward, subclasses))
 
     # -- what is flagged -------------------------------------------------------------------------------
+    @cached_property
+    def _factories(self) -> bool:
+        return any(name.startswith("torch.") and name[len("torch."):] in FACTORIES
+                   for call in self.ctx.nodes(cst.Call) for name in self.ctx.qualified_names(call.func))
+
     def _registered(self, cls: cst.ClassDef) -> set[str] | None:
         """Names the class registers; None when one is computed (`register_buffer(name, ...)`)."""
         found = set()
