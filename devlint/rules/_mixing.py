@@ -13,7 +13,8 @@ value is followed up through what keeps its device (`t[i]`, `t[:, :n]`, `t.view(
 
 Not a meeting: an index (`x[t]`: a CUDA tensor accepts a CPU index), `.item()`/`.tolist()`/`len(t)`,
 shape queries, a move (`t.to(x.device)`, `t.type_as(x)`, `t.cuda()`), and an operand that is a literal
-or itself on the CPU by the placement fact (`_placement.py`).
+or another factory's result. All of it is syntax and the kinds of `self.<x>`: no scope analysis, which
+would cost more than the rest of these rules together.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.context import FileContext
-from devlint.rules._kinds import MODULE, TENSOR, TENSOR_METHODS
-from devlint.rules._placement import CPU
-from devlint.syntax import descendants, is_none
+from devlint.rules._kinds import TENSOR_METHODS
+from devlint.rules._module_classes import inside, module_classes
+from devlint.syntax import descendants, is_none, string_value
 
 # Tensor methods whose result lives where the receiver does.
 KEEPING = TENSOR_METHODS - {"to", "cuda", "cpu", "type", "type_as", "pin_memory", "new_zeros", "new_ones",
@@ -37,6 +38,9 @@ _SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "permute", "tr
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.MatrixMultiply, cst.Modulo,
                cst.Power, cst.BitAnd, cst.BitOr, cst.BitXor)
 MAX_DEPTH = 6
+# Methods whose result is a Python value or lives on the CPU whatever the receiver.
+_HOST_RESULTS = frozenset({"item", "tolist", "numpy", "size", "dim", "numel", "__len__", "stride", "data_ptr",
+                           "element_size", "get_device", "nelement", "is_contiguous", "cpu"})
 
 
 def may_call_a_factory(summary, factories) -> bool:
@@ -143,8 +147,8 @@ def _later_reads(ctx: FileContext, target: cst.Name, function: cst.FunctionDef) 
     if len(sites) != 1:
         return []
     reads = []
-    for node in descendants(function.body):
-        if isinstance(node, cst.Name) and node.value == target.value and node is not target:
+    for node in inside(ctx, function, cst.Name):
+        if node.value == target.value and node is not target:
             parent = ctx.parent(node)
             if isinstance(parent, cst.Attribute) and parent.attr is node:
                 continue
@@ -167,23 +171,53 @@ _NOT_MIXING = frozenset({"is_tensor", "numel", "save", "load", "manual_seed", "d
 
 
 def _is_submodule(ctx: FileContext, func: cst.BaseExpression) -> bool:
-    """`self.proj(...)`, `self.blocks[i](...)`: a module of the model (it follows `model.to(device)`)."""
+    """`self.proj(...)`, `self.blocks[i](...)`: a module of the model (it follows `model.to(device)`),
+    known from what the class assigns to it: classes (`nn.Linear(...)`, `Block(...)`), never a function."""
     node = func
     while isinstance(node, cst.Subscript):
         node = node.value
-    return (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
-            and ctx.kinds.of(node) is MODULE)
+    if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"):
+        return False
+    values = module_classes(ctx).self_attribute_values(node)
+    return bool(values) and all(_constructs_a_class(ctx, v) for v in values)
+
+
+def _constructs_a_class(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    if module_classes(ctx).instance_chain(value) is not None:
+        return True
+    names = ctx.qualified_names(value.func)
+    last = (names.pop() if len(names) == 1 else "").rsplit(".", 1)[-1]
+    return last[:1].isupper() and not any(n.startswith("torch.") for n in ctx.qualified_names(value.func))
+
+
+def _tensor_attribute(ctx: FileContext, attr: cst.Attribute) -> bool:
+    """`self.w` registered as a parameter or buffer (by a literal name, or assigned `nn.Parameter(...)`),
+    or `self.proj.weight`: a tensor that follows `model.to(device)`."""
+    if attr.attr.value in ("weight", "bias") and isinstance(attr.value, cst.Attribute):
+        return True
+    cls = ctx.enclosing(attr, cst.ClassDef)
+    if cls is None:
+        return False
+    name = attr.attr.value
+    for call in inside(ctx, cls, cst.Call):
+        if (isinstance(call.func, cst.Attribute) and call.func.attr.value in ("register_buffer", "register_parameter")
+                and call.args and string_value(call.args[0].value) == name):
+            return True
+    values = module_classes(ctx).self_attribute_values(attr)
+    return bool(values) and all(isinstance(v, cst.Call) and any(
+        n.rsplit(".", 1)[-1] in ("Parameter", "Buffer") for n in ctx.qualified_names(v.func)) for v in values)
 
 
 def _follows_module(ctx: FileContext, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> bool:
     """Is `expr` a tensor of the module's computation: an input of `function` used as a tensor there
-    (`x.shape`, `x.device`, `self.proj(x)`, an annotation), a submodule's output, a tensor attribute
-    of `self` (a parameter, a buffer, `.weight`), a local bound only to such, or an op or method of one?
-    Never a literal or a value on the CPU by the placement fact."""
+    (`x.shape`, `x.device`, `self.proj(x)`, an annotation), a submodule's output, a parameter or buffer
+    of `self` (registered by a literal name, `nn.Parameter(...)`, `.weight`), a local bound only to such, or an op or method of one?
+    Never a literal, nor a factory's result; all without the scope analysis, which would cost more than
+    the rest of these rules together."""
     if depth > MAX_DEPTH or isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
                                               cst.ConcatenatedString)):
-        return False
-    if ctx.placement.of(expr) is CPU:
         return False
     deeper = depth + 1
     if isinstance(expr, cst.Name):
@@ -193,8 +227,8 @@ def _follows_module(ctx: FileContext, expr: cst.BaseExpression, function: cst.Fu
             return not rebound(ctx, function, expr.value) or _local_follows(ctx, expr, function, deeper)
         return _local_follows(ctx, expr, function, deeper)
     if isinstance(expr, cst.Attribute):
-        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            return ctx.kinds.of(expr) is TENSOR
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self" or expr.attr.value in ("weight", "bias"):
+            return _tensor_attribute(ctx, expr)
         return expr.attr.value in ("T", "mT", "data") and _follows_module(ctx, expr.value, function, deeper)
     if isinstance(expr, cst.Subscript):
         return _follows_module(ctx, expr.value, function, deeper)
@@ -206,8 +240,9 @@ def _follows_module(ctx: FileContext, expr: cst.BaseExpression, function: cst.Fu
         func = expr.func
         if _is_submodule(ctx, func):
             return True
-        if isinstance(func, cst.Attribute) and func.attr.value in KEEPING and not ctx.is_imported_module(func.value):
-            return _follows_module(ctx, func.value, function, deeper)
+        if isinstance(func, cst.Attribute) and func.attr.value not in MOVING | _HOST_RESULTS \
+                and not ctx.is_imported_module(func.value):
+            return _follows_module(ctx, func.value, function, deeper)  # (`h.chunk(3)`, `h.softmax(-1)`)
         if _is_torch_function(ctx, expr):
             return any(_follows_module(ctx, a.value, function, deeper) for a in expr.args if a.keyword is None)
     return False
@@ -238,11 +273,11 @@ def tensor_inputs(ctx: FileContext, function: cst.FunctionDef, strict: bool = Fa
             found.add(param.name.value)
         elif not strict and function.name.value == "forward" and annotation is None and (param.default is None or is_none(param.default)):
             found.add(param.name.value)  # (what a module is called with: its inputs, unless a default says otherwise)
-    for node in descendants(function.body):
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in inputs \
-                and node.attr.value in _TENSOR_QUERIES:
+    for node in inside(ctx, function, cst.Attribute):
+        if isinstance(node.value, cst.Name) and node.value.value in inputs and node.attr.value in _TENSOR_QUERIES:
             found.add(node.value.value)
-        elif isinstance(node, cst.Call) and (_is_submodule(ctx, node.func) or _is_torch_function(ctx, node)):
+    for node in inside(ctx, function, cst.Call):
+        if _is_submodule(ctx, node.func) or _is_torch_function(ctx, node):
             found.update(a.value.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in inputs
                          and a.keyword is None)
     cache[function, strict] = found

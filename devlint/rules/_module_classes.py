@@ -22,16 +22,14 @@ move attributes itself: such a class answers None, and the rules leave it alone.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from functools import cached_property
 
 import libcst as cst
 
-from devlint.context import FileContext
-from devlint.project import class_members
+from devlint.context import FileContext, target_names
 from devlint.rules._kinds import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
-from devlint.syntax import descendants
+from devlint.syntax import string_value
 
 # torch.nn classes that do define what a plain module lacks (`self.device` in DDP's __init__).
 _TORCH_MEMBERS = {
@@ -137,12 +135,34 @@ class ModuleClasses:
         return True, frozenset(members)
 
     def _own_members(self, cls: cst.ClassDef) -> frozenset:
-        try:
-            tree = ast.parse(self.ctx.module.code_for_node(cls.with_changes(decorators=[])))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return frozenset({ANY})
-        node = tree.body[0] if tree.body else None
-        return class_members(node) if isinstance(node, ast.ClassDef) else frozenset({ANY})
+        """What devlint.project.class_members says of a class of another file, read from LibCST's tree
+        (no second parse): names bound in the body, `self.x` stores, literal `setattr` / `register_*`
+        names; "*" for a keyword base, `__getattr__`, `__setattr__` or a computed name."""
+        found: set[str] = set()
+        if cls.keywords:
+            found.add(ANY)
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+        for item in body:
+            if isinstance(item, (cst.FunctionDef, cst.ClassDef)):
+                found.add(item.name.value)
+            elif isinstance(item, cst.SimpleStatementLine):
+                for small in item.body:
+                    targets = ([t.target for t in small.targets] if isinstance(small, cst.Assign) else
+                               [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else [])
+                    found.update(n.value for t in targets for n in target_names(t))
+        if found & {"__getattr__", "__getattribute__", "__setattr__"}:
+            found.add(ANY)
+        for attr in inside(self.ctx, cls, cst.Attribute):
+            if isinstance(attr.value, cst.Name) and attr.value.value == "self" and _stored(self.ctx, attr):
+                found.add(attr.attr.value)
+        for call in inside(self.ctx, cls, cst.Call):
+            func = call.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            if name in ("setattr", "register_buffer", "register_parameter", "add_module", "register_module") and call.args:
+                key = call.args[1] if name == "setattr" and len(call.args) > 1 else call.args[0]
+                literal = string_value(key.value)
+                found.add(literal if literal is not None else ANY)
+        return frozenset(found)
 
     # -- instances -------------------------------------------------------------------------------------
     def instance_chain(self, expr: cst.BaseExpression, depth: int = 0) -> Chain | None:
@@ -161,6 +181,10 @@ class ModuleClasses:
             local = self._local_classes.get(func.value) if isinstance(func, cst.Name) else None
             return Chain(found[1], local)
         if isinstance(expr, cst.Name) and expr.value != "self":
+            if not any(isinstance(value := self.ctx.assigned_value(site), cst.Call)
+                       and self.instance_chain(value, depth + 1) is not None
+                       for site in self.ctx.binding_sites.get(expr.value, ())):
+                return None  # (settled without the scope analysis: no binding of the name makes a module)
             values = self._bound_values(expr)
             chains = [self.instance_chain(v, depth + 1) for v in values]
             if not chains or any(c is None for c in chains):
@@ -193,7 +217,7 @@ class ModuleClasses:
             return []
         name = attr.attr.value
         values = []
-        for node in _descendants_of(cls, cst.Attribute, self.ctx):
+        for node in inside(self.ctx, cls, cst.Attribute):
             if not (isinstance(node.value, cst.Name) and node.value.value == "self" and node.attr.value == name):
                 continue
             parent = self.ctx.parent(node)
@@ -209,9 +233,28 @@ class ModuleClasses:
         return values
 
 
-def _descendants_of(root: cst.CSTNode, kind: type, ctx: FileContext | None = None):
-    """The nodes of `kind` inside `root`."""
-    return (node for node in descendants(root) if isinstance(node, kind))
+def _stored(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Is `node` a target that a statement binds (`self.x = ...`, `self.a, self.b = ...`, `for self.x in`)?"""
+    child, parent = node, ctx.parent(node)
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        child, parent = parent, ctx.parent(parent)
+    if isinstance(parent, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
+        return parent.target is child
+    return isinstance(parent, cst.AsName) and parent.name is child
+
+
+def inside(ctx: FileContext, root: cst.CSTNode, kind: type) -> list[cst.CSTNode]:
+    """The nodes of `kind` inside `root`, a function or class: one pass over the file's nodes of that
+    kind per context, not a walk of each subtree per question."""
+    index = ctx.__dict__.setdefault("_devlint_inside", {})
+    by_owner = index.get(kind)
+    if by_owner is None:
+        by_owner = index[kind] = {}
+        for node in ctx.nodes(kind):
+            for ancestor in ctx.ancestors(node):
+                if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+                    by_owner.setdefault(ancestor, []).append(node)
+    return by_owner.get(root, [])
 
 
 def enclosing_method(ctx: FileContext, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
@@ -231,7 +274,14 @@ def methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
 
 
 def reachable_methods(ctx: FileContext, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
-    """`start` and the methods of the class it calls as `self.m(...)`, transitively."""
+    """`start` and the methods of the class it calls as `self.m(...)`, transitively (kept per context)."""
+    cache = ctx.__dict__.setdefault("_devlint_reachable_methods", {})
+    if (cls, start) not in cache:
+        cache[cls, start] = _reachable(ctx, cls, start)
+    return cache[cls, start]
+
+
+def _reachable(ctx: FileContext, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
     own = methods(cls)
     if start not in own:
         return []
@@ -240,7 +290,7 @@ def reachable_methods(ctx: FileContext, cls: cst.ClassDef, start: str) -> list[c
     while index < len(seen):
         function = seen[index]
         index += 1
-        for call in _descendants_of(function, cst.Call, ctx):
+        for call in inside(ctx, function, cst.Call):
             func = call.func
             if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
                     and func.attr.value in own and own[func.attr.value] not in seen):

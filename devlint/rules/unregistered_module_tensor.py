@@ -8,7 +8,7 @@ from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._kinds import TENSOR
 from devlint.rules._mixing import may_call_a_factory, meets_module_tensor, moved_at_use
-from devlint.rules._module_classes import ANY, methods, module_classes, reachable_methods
+from devlint.rules._module_classes import ANY, inside, methods, module_classes, reachable_methods
 from devlint.rules._placement import CPU, FACTORIES
 from devlint.syntax import descendants, dotted_name, is_none, string_value
 
@@ -197,9 +197,10 @@ class UnregisteredModuleTensor(Rule):
         subclasses = classes.subclasses(node)
         for assign, target in self._assignments(init):
             name = target.attr.value
-            if name in registered or not self._fresh_cpu_tensor(assign.value):
+            # cheapest first: the uses (syntax), then the scope-free kinds, then the exact kinds and placement
+            if name in registered or not self._used_in_computation(node, name, forward, subclasses):
                 continue
-            if not self._used_in_computation(node, name, forward, subclasses):
+            if self.ctx.possible_kinds.of(assign.value) is not TENSOR or not self._fresh_cpu_tensor(assign.value):
                 continue
             self.report(assign, self.message.format(name=name),
                         self._fix(node, assign, target, init, forward, subclasses))
@@ -213,8 +214,8 @@ class UnregisteredModuleTensor(Rule):
     def _registered(self, cls: cst.ClassDef) -> set[str] | None:
         """Names the class registers; None when one is computed (`register_buffer(name, ...)`)."""
         found = set()
-        for call in descendants(cls):
-            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in (
+        for call in inside(self.ctx, cls, cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in (
                     "register_buffer", "register_parameter", "add_module", "register_module") and call.args:
                 key = string_value(call.args[0].value)
                 if key is None:
@@ -224,8 +225,8 @@ class UnregisteredModuleTensor(Rule):
 
     def _assignments(self, functions):
         for function in functions:
-            for node in descendants(function):
-                if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            for node in inside(self.ctx, function, cst.Assign):
+                if len(node.targets) == 1:
                     target = node.targets[0].target
                     if isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
                         yield node, target
@@ -268,8 +269,8 @@ class UnregisteredModuleTensor(Rule):
         never assigned again there."""
         meets = False
         for function in forward + [f for sub in subclasses for f in reachable_methods(self.ctx, sub, "forward")]:
-            for node in descendants(function):
-                if not (isinstance(node, cst.Attribute) and node.attr.value == name
+            for node in inside(self.ctx, function, cst.Attribute):
+                if not (node.attr.value == name
                         and dotted_name(node.value) == "self"):
                     continue
                 parent = self.ctx.parent(node)
@@ -308,8 +309,8 @@ class UnregisteredModuleTensor(Rule):
 
     def _all_assignments(self, cls, name: str):
         return [(node, target) for node, target in self._assignments([cls]) if target.attr.value == name] + [
-            (node, node.target) for node in descendants(cls)
-            if isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Attribute)
+            (node, node.target) for node in (*inside(self.ctx, cls, cst.AugAssign), *inside(self.ctx, cls, cst.AnnAssign))
+            if isinstance(node.target, cst.Attribute)
             and node.target.attr.value == name and dotted_name(node.target.value) == "self"]
 
     def _super_init(self, statement: cst.CSTNode) -> bool:
