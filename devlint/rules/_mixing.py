@@ -224,7 +224,7 @@ def _follows_module(ctx: FileContext, expr: cst.BaseExpression, function: cst.Fu
         if expr.value in _inputs(function):
             if expr.value not in tensor_inputs(ctx, function):
                 return False
-            return not rebound(ctx, function, expr.value) or _local_follows(ctx, expr, function, deeper)
+            return not rebound(ctx, function, expr.value) or _local_follows(ctx, expr, function, deeper, True)
         return _local_follows(ctx, expr, function, deeper)
     if isinstance(expr, cst.Attribute):
         if isinstance(expr.value, cst.Name) and expr.value.value == "self" or expr.attr.value in ("weight", "bias"):
@@ -290,8 +290,10 @@ def rebound(ctx: FileContext, function: cst.FunctionDef, name: str) -> bool:
                if not isinstance(s, cst.Param))
 
 
-def _local_follows(ctx: FileContext, name: cst.Name, function: cst.FunctionDef, depth: int) -> bool:
-    """A local of `function` every binding of which is a tensor of the computation (`h = self.norm(x)`)."""
+def _local_follows(ctx: FileContext, name: cst.Name, function: cst.FunctionDef, depth: int,
+                   is_input: bool = False) -> bool:
+    """A local of `function` every binding of which is a tensor of the computation (`h = self.norm(x)`);
+    an input counts as one (`x = x * self.scale`)."""
     sites = [s for s in ctx.binding_sites.get(name.value, ()) if ctx.enclosing(s, cst.FunctionDef) is function
              and not isinstance(s, cst.Param)]
     values = [_bound_value(ctx, site) for site in sites]
@@ -300,7 +302,7 @@ def _local_follows(ctx: FileContext, name: cst.Name, function: cst.FunctionDef, 
     # (`att = att.masked_fill(...)` follows whatever `att` was: the other bindings decide)
     others = [v for v in values if not any(isinstance(n, cst.Name) and n.value == name.value
                                            for n in (v, *descendants(v)))]
-    return bool(others) and all(_follows_module(ctx, v, function, depth) for v in others)
+    return (bool(others) or is_input) and all(_follows_module(ctx, v, function, depth) for v in others)
 
 
 def _bound_value(ctx: FileContext, site: cst.CSTNode) -> cst.BaseExpression | None:
