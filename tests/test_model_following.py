@@ -308,7 +308,7 @@ def test_each_fix_keeps_the_virtual_gpu_output_of_a_device_agnostic_version_and_
     for name in PROGRAMS:
         code, _, stderr = results[name]
         error, rule = ERRORS[name]
-        assert code == 1 and error in stderr and f"this pattern: " in stderr and rule in stderr, stderr
+        assert code == 1 and error in stderr and "this pattern: " in stderr and rule in stderr, stderr
         fixed, agnostic = results[f"fixed_{name}"], results[f"agnostic_{name}"]
         assert fixed[0] == 0 and agnostic[0] == 0, fixed[2] + agnostic[2]
         assert fixed[1] == agnostic[1] and fixed[1].strip().endswith("True")
