@@ -102,8 +102,9 @@ class UnregisteredModuleTensor(Rule):
       again in `forward` (a cache that follows the input); attributes only used as an index
       (`x[:, self.idx]`: a CUDA tensor accepts a CPU index), read for their values (`.tolist()`) or not
       used in `forward` at all.
-    - Classes with a base devlint cannot see into (`class Net(Base)` with `Base` from a library), or that
-      override `_apply`, `to`, `cuda` or `__setattr__` (they may move the attribute themselves).
+    - Classes with a base devlint cannot see into (`class Net(Base)` with `Base` from a library), that
+      override `_apply`, `to`, `cuda` or `__setattr__` (they may move the attribute themselves), or that
+      register a buffer under a computed name (it may be this one).
 
     ## References
     - [Module.register_buffer](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer)
