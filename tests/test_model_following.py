@@ -119,8 +119,8 @@ def test_dl012_a_function_of_torch_nn_makes_no_module(expression):
 
 
 def test_dl012_self_device_not_flagged_where_a_subclass_of_the_file_defines_it():
-    source = ("import torch.nn as nn\nclass Base(nn.Module):\n    def f(self):\n        return self.device\n"
-              "class Child(Base):\n    @property\n    def device(self):\n        return 'cpu'\n")
+    source = ("import torch.nn as nn\nclass Encoder(nn.Module):\n    def f(self):\n        return self.device\n"
+              "class Child(Encoder):\n    @property\n    def device(self):\n        return 'cpu'\n")
     assert lint(source, "DL012") == []
     assert len(lint(source.replace("def device", "def other"), "DL012")) == 1
 

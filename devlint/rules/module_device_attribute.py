@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._module_classes import enclosing_method, module_classes, reachable_methods
+from devlint.rules._module_classes import enclosing_method, inside, methods, module_classes, reachable_methods
 from devlint.rules._mixing import rebound, tensor_inputs
 from devlint.syntax import descendants, dotted_name, string_value
 
@@ -77,7 +77,8 @@ class ModuleDeviceAttribute(Rule):
       sets `self.device`.
     - Classes that define `device` anywhere in the chain, or may define any attribute (`__getattr__`,
       `setattr(self, name, value)` with a computed name), and `self.device` in a class that a class of the
-      file extends with a `device`.
+      file extends with a `device`, or in an abstract base (named `BaseEncoder`, with an `@abstractmethod`
+      or a `raise NotImplementedError`) whose subclasses in other files may define it.
     - A read guarded by `hasattr(m, 'device')` or inside `try: ... except AttributeError:`.
     - Assignments: `self.device = device` (it defines the attribute).
 
@@ -98,6 +99,11 @@ class ModuleDeviceAttribute(Rule):
         "from transformers import PreTrainedModel\nclass Net(PreTrainedModel):\n    def f(self):\n"
         "        return self.device\n",
         "def f(model):\n    return model.device\n",
+        "import torch.nn as nn\nclass BaseEncoder(nn.Module):\n    def f(self):\n        return self.device\n",
+        "from abc import abstractmethod\nimport torch.nn as nn\nclass Encoder(nn.Module):\n    @abstractmethod\n    def g(self):\n"
+        "        pass\n    def f(self):\n        return self.device\n",
+        "import torch.nn as nn\nclass Encoder(nn.Module):\n    def g(self):\n        raise NotImplementedError\n"
+        "    def f(self):\n        return self.device\n",
         "import torch.nn as nn\nclass Net(nn.Module):\n    def __getattr__(self, name):\n"
         "        return super().__getattr__(name)\n    def f(self):\n        return self.device\n",
         "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, **kw):\n        super().__init__()\n"
@@ -201,7 +207,20 @@ class ModuleDeviceAttribute(Rule):
             sub_chain = classes.chain(sub)
             if sub_chain is None or sub_chain.binds("device"):
                 return None
+        if self._meant_to_be_extended(cls):
+            return None
         return chain, cls
+
+    def _meant_to_be_extended(self, cls: cst.ClassDef) -> bool:
+        """An abstract base (`Base...`/`Abstract...`, an `@abstractmethod`, `raise NotImplementedError`):
+        its subclasses, in other files too, may define `device`."""
+        if cls.name.value.startswith(("Base", "Abstract", "_Base")):
+            return True
+        for function in methods(cls).values():
+            if any((dotted_name(d.decorator) or "").endswith("abstractmethod") for d in function.decorators):
+                return True
+        return any(isinstance(r.exc, (cst.Name, cst.Call)) and "NotImplementedError" in (
+            dotted_name(r.exc.func if isinstance(r.exc, cst.Call) else r.exc) or "") for r in inside(self.ctx, cls, cst.Raise))
 
     def _guarded(self, node: cst.CSTNode, receiver: cst.BaseExpression) -> bool:
         text = self.ctx.code(receiver).strip()
