@@ -317,3 +317,13 @@ def test_each_fix_keeps_the_virtual_gpu_output_of_a_device_agnostic_version_and_
     assert hidden.returncode == 0, hidden.stderr
     for name, (code, out, err) in json.loads(hidden.stdout.splitlines()[-1]).items():
         assert code == 0 and out.strip().endswith("True"), f"{name}: {err}"
+
+
+def test_dl012_an_input_the_method_moves_itself_gives_no_device():
+    # `x` may come from the CPU (the method moves it): `x.device` would move nothing
+    source = ("import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.fc = nn.Linear(2, 2)\n    def forward(self, x):\n"
+              "        h = x.to(self.device).view(x.shape[0], -1)\n        return self.fc(h)\n")
+    [finding] = lint(source, "DL012")
+    assert finding.fix.applicability is Applicability.UNSAFE
+    assert finding.fix.edits[0].content == "next(self.parameters()).device"

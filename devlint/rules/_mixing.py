@@ -284,6 +284,14 @@ def tensor_inputs(ctx: FileContext, function: cst.FunctionDef, strict: bool = Fa
     return found
 
 
+def submodule_inputs(ctx: FileContext, function: cst.FunctionDef) -> set[str]:
+    """Inputs of `function` given as they are to a submodule there (`self.proj(x)`): on the model's device,
+    or the method fails anyway."""
+    inputs = _inputs(function)
+    return {a.value.value for call in inside(ctx, function, cst.Call) if _is_submodule(ctx, call.func)
+            for a in call.args if isinstance(a.value, cst.Name) and a.value.value in inputs and a.keyword is None}
+
+
 def rebound(ctx: FileContext, function: cst.FunctionDef, name: str) -> bool:
     """Does `function` bind `name` other than as its parameter?"""
     return any(ctx.enclosing(s, cst.FunctionDef) is function for s in ctx.binding_sites.get(name, ())

@@ -5,7 +5,7 @@ import libcst as cst
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._module_classes import enclosing_method, inside, methods, module_classes, reachable_methods
-from devlint.rules._mixing import rebound, tensor_inputs
+from devlint.rules._mixing import rebound, submodule_inputs
 from devlint.syntax import descendants, dotted_name, string_value
 
 # torch.nn classes whose instances always hold parameters (left out: those whose keywords may turn them
@@ -61,9 +61,10 @@ class ModuleDeviceAttribute(Rule):
     certainly has parameters: a `torch.nn` class that always has them (`Linear`, `Conv2d`, `Embedding`,
     `LSTM`, ...) or a class of the file whose `__init__` (or a class of the file it inherits from)
     assigns one of those, an `nn.Parameter` or such a class to `self.<name>` unconditionally. Inside
-    `forward` (or a method it calls) on `self`, the fix is instead the device of a tensor input of that
-    method (`x.device`, for an input annotated `Tensor` or asked `.shape`/`.device`/`.size()` there,
-    never re-bound): `parameters()` is empty in the replicas `nn.DataParallel` runs, so
+    `forward` (or a method it calls) on `self`, the fix is instead the device of an input of that method
+    given as it is to a submodule there (`x.device` after `self.proj(x)`: the input is where the model
+    is, or the method fails anyway; an input the method moves itself, `x.to(self.device)`, may come from
+    the CPU), never re-bound: `parameters()` is empty in the replicas `nn.DataParallel` runs, so
     `next(self.parameters())` there raises `StopIteration`; without such an input the
     `next(self.parameters()).device` fix is **unsafe** for that reason. On a module not known to have
     parameters (`nn.ReLU()`, a class built on unknown calls, a project class of another file) the fix
@@ -254,7 +255,7 @@ class ModuleDeviceAttribute(Rule):
         text = self.ctx.code(receiver).strip()
         if in_forward:
             function = self._method(node)
-            inputs = tensor_inputs(self.ctx, function, strict=True) if function is not None else set()
+            inputs = submodule_inputs(self.ctx, function) if function is not None else set()
             ordered = [p.name.value for p in function.params.params
                        if p.name.value in inputs and not rebound(self.ctx, function, p.name.value)]
             if ordered:
