@@ -49,6 +49,9 @@ _ONLY_EXTERNAL = frozenset({"torch"})
 class ClassFacts:
     bases: tuple  # dotted text of each positional base (`nn.Module`, `base.Net`), None when not dotted
     defines_cuda: bool
+    # names the class binds (body, methods, `self.x = ...`, literal `register_buffer` names); "*" when it
+    # may bind any (a `__getattr__`, `setattr(self, name, ...)`, a keyword base such as a metaclass)
+    members: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def summarise_file(path: str, data: bytes, module: str | None) -> FileFacts | No
                 bind(alias.asname or alias.name, ("import", qualified))
         elif isinstance(node, ast.ClassDef):
             bases = tuple(_dotted(b) for b in node.bases)
-            bind(node.name, ("class", ClassFacts(bases, _defines_cuda(node))))
+            bind(node.name, ("class", ClassFacts(bases, _defines_cuda(node), class_members(node))))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             bind(node.name, ("function", _function_facts(node)))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -178,6 +181,35 @@ def _defines_cuda(cls) -> bool:
             if any("cuda" in _target_names(t) for t in targets):
                 return True
     return False
+
+
+def class_members(cls) -> frozenset:
+    """The names an `ast.ClassDef` binds on its instances (see ClassFacts.members)."""
+    import ast
+
+    found: set[str] = set()
+    if cls.keywords:
+        found.add("*")
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                found.update(_target_names(target))
+    if found & {"__getattr__", "__getattribute__", "__setattr__"}:
+        found.add("*")
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) \
+                and node.value.id == "self":
+            found.add(node.attr)
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            key = node.args[1] if name == "setattr" and len(node.args) > 1 else node.args[0]
+            if name in ("setattr", "register_buffer", "register_parameter", "add_module", "register_module"):
+                literal = isinstance(key, ast.Constant) and isinstance(key.value, str)
+                found.add(key.value if literal else "*")
+    return frozenset(found)
 
 
 def _only_calls_super(function) -> bool:
@@ -639,6 +671,27 @@ class ProjectView:
             if isinstance(target, Ref) and target.name is not None and self.is_module_class(target):
                 return True
         return False
+
+    def class_chain(self, ref: Ref):
+        """(the external bases of the class and of the project classes it inherits from, the names all
+        of them bind), or None where a base is neither (a name the index cannot resolve)."""
+        return self._guard(("chain", ref), lambda: self._class_chain(ref))
+
+    def _class_chain(self, ref: Ref):
+        fact = self._fact(ref)
+        if fact is None or fact[0] != "class":
+            return None
+        externals, members = set(), set(fact[1].members)
+        for target in self._bases(ref):
+            if isinstance(target, tuple) and target[0] == "external":
+                externals.add(target[1])
+                continue
+            inner = self.class_chain(target) if isinstance(target, Ref) and target.name is not None else None
+            if inner is None:
+                return None
+            externals |= inner[0]
+            members |= inner[1]
+        return frozenset(externals), frozenset(members)
 
     def overrides_cuda(self, ref: Ref) -> bool:
         """Does the class (or a project class it inherits from) define `cuda()`? Unknown bases say no."""

@@ -48,26 +48,11 @@ def user_frame(exc: BaseException) -> tuple[str, int] | None:
 
 
 def _rule_hint(exc: BaseException) -> str | None:
-    """The devlint rule that covers this kind of error, when one exists."""
-    from devlint.rules import RULES
+    """The devlint rules whose pattern raises this error (devlint.rules.RUNTIME_ERRORS), if any."""
+    from devlint.rules import rules_for_error
 
-    text = str(exc)
-    if "numpy" in text:
-        wanted = ("numpy",)
-    elif "Expected all tensors to be on the same device" in text:
-        wanted = ("unregistered", "tensor-attribute", "plain-tensor-attribute")
-    elif "invalid device ordinal" in text:
-        wanted = ("hardcoded-device-ids",)
-    elif "No CUDA GPUs are available" in text:
-        wanted = ("cuda-call",)
-    elif "deserialize object on a CUDA device" in text:
-        wanted = ("torch-load-without-map-location",)
-    else:
-        return None
-    for info in RULES:
-        if any(w in info.name for w in wanted):
-            return f"{info.code} ({info.name})"
-    return None
+    found = rules_for_error(exc)
+    return ", ".join(f"{info.code} ({info.name})" for info in found) or None
 
 
 def _origin_line(exc: BaseException) -> str | None:
@@ -81,25 +66,27 @@ def _origin_line(exc: BaseException) -> str | None:
 
 
 def device_error_report(exc: BaseException) -> str | None:
-    """The lines devlint prints for a device error raised under the virtual GPU; None for other errors."""
+    """The lines devlint prints for a device error raised under the virtual GPU, or for an error a rule
+    prevents (devlint.rules.RUNTIME_ERRORS); None for other errors."""
     vg = sys.modules.get("devlint.virtual_gpu")
     if vg is None:
         return None
     devices = vg.device_error_info(exc)
-    if devices is None:
-        return None
+    hint = _rule_hint(exc)
+    if devices is None and hint is None:
+        return None  # (neither the virtual GPU's nor an error a rule prevents, such as model.device)
     where = user_frame(exc)
     place = f"{where[0]}:{where[1]}" if where else "<unknown>"
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    lines = [f"devlint: device error at {place}: {type(exc).__name__}: {first}"]
-    if len(devices) == 2:
+    lines = [f"devlint: {'device ' if devices is not None else ''}error at {place}: {type(exc).__name__}: {first}"]
+    if devices is not None and len(devices) == 2:
         lines.append(f"devlint: the two devices: {devices[0]} and {devices[1]}")
     origin = _origin_line(exc)
     if origin:
         lines.append(f"devlint: {origin}")
-    hint = _rule_hint(exc)
     if hint:
-        lines.append(f"devlint: rule that covers this pattern: {hint}")
+        lines.append(f"devlint: rule{'s' if ', ' in hint else ''} that cover{'' if ', ' in hint else 's'} "
+                     f"this pattern: {hint}")
     return "\n".join(lines)
 
 

@@ -419,6 +419,8 @@ def test_host_arguments_a_gpu_takes_on_the_cpu():
             assert padded.is_cuda and not lengths.is_cuda
         with pytest.raises(RuntimeError, match=SAME):  # but a CPU hidden state is a mix
             torch.nn.GRU(2, 4).cuda()(torch.randn(5, 3, 2, device="cuda"), torch.zeros(1, 3, 4))
+        with pytest.raises(RuntimeError, match=SAME):  # an LSTM's state is a tuple (h0, c0): a mix too
+            torch.nn.LSTM(2, 4).cuda()(torch.randn(5, 3, 2, device="cuda"), (torch.zeros(1, 3, 4), torch.zeros(1, 3, 4)))
         log_probs = torch.randn(6, 2, 4, device="cuda").log_softmax(2)
         loss = F.ctc_loss(log_probs, torch.tensor([[1, 2], [1, 1]]), torch.tensor([6, 6]), torch.tensor([2, 2]))
         assert loss.is_cuda

@@ -34,11 +34,46 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DL007", "hardcoded-device-ids", True, "hardcoded_device_ids", "HardcodedDeviceIds"),
     RuleInfo("DL008", "cuda-visible-devices-misuse", True, "cuda_visible_devices_misuse",
              "CudaVisibleDevicesMisuse"),
+    RuleInfo("DL009", "unregistered-module-tensor", True, "unregistered_module_tensor", "UnregisteredModuleTensor"),
+    RuleInfo("DL010", "factory-without-device-in-forward", True, "factory_without_device_in_forward",
+             "FactoryWithoutDeviceInForward"),
+    RuleInfo("DL012", "module-device-attribute", True, "module_device_attribute", "ModuleDeviceAttribute"),
     RuleInfo("DL015", "cuda-only-api", False, "cuda_only_api", "CudaOnlyApi"),
     RuleInfo("DL017", "cuda-async-argument", True, "cuda_async_argument", "CudaAsyncArgument"),
     RuleInfo("DL100", "unused-noqa", False, "unused_noqa", "UnusedNoqa"),
 )
 INFO_BY_CODE: dict[str, RuleInfo] = {info.code: info for info in RULES}
+
+
+class RuntimeErrorRow(NamedTuple):
+    exception: str  # the exception's class name
+    text: str  # a piece of its message
+    code: str  # the rule whose pattern raises it
+
+
+# The errors a rule prevents, as a program raises them at run time (under `devlint run --virtual-gpu`,
+# or a GPU): the run's error report names the rules of every row that matches (rows of codes not in
+# RULES are skipped). A rule that prevents an error is one row here.
+RUNTIME_ERRORS: tuple[RuntimeErrorRow, ...] = (
+    RuntimeErrorRow("AssertionError", "Torch not compiled with CUDA enabled", "DL001"),
+    RuntimeErrorRow("RuntimeError", "No CUDA GPUs are available", "DL001"),
+    RuntimeErrorRow("RuntimeError", "Attempting to deserialize object on a CUDA device", "DL002"),
+    RuntimeErrorRow("RuntimeError", "invalid device ordinal", "DL007"),
+    RuntimeErrorRow("RuntimeError", "Expected all tensors to be on the same device", "DL009"),
+    RuntimeErrorRow("RuntimeError", "Expected all tensors to be on the same device", "DL010"),
+    RuntimeErrorRow("RuntimeError", "expected self and mask to be on the same device", "DL009"),
+    RuntimeErrorRow("RuntimeError", "expected self and mask to be on the same device", "DL010"),
+    RuntimeErrorRow("TypeError", "can't convert cuda", "DL011"),
+    RuntimeErrorRow("AttributeError", "object has no attribute 'device'", "DL012"),
+)
+
+
+def rules_for_error(exception: BaseException) -> list[RuleInfo]:
+    """The rules whose pattern raises `exception` (by RUNTIME_ERRORS), in code order."""
+    message = str(exception)
+    names = {cls.__name__ for cls in type(exception).__mro__}
+    codes = {row.code for row in RUNTIME_ERRORS if row.exception in names and row.text in message}
+    return [info for info in RULES if info.code in codes]
 
 
 _CLASSES: dict[str, type] = {}

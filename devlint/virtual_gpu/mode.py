@@ -244,10 +244,11 @@ class VirtualGPU(TorchFunctionMode):
         return res
 
     def _host_ok(self, a, name: str) -> bool:
+        if name in ("lstm", "gru", "rnn_tanh", "rnn_relu") and not (
+                isinstance(a, torch.Tensor) and a.dtype == torch.int64 and a.dim() == 1):
+            return False  # position 1 is the hidden state (an LSTM's is a tuple) unless the input is packed
         if not isinstance(a, torch.Tensor):
             return True
-        if name in ("lstm", "gru", "rnn_tanh", "rnn_relu") and not (a.dtype == torch.int64 and a.dim() == 1):
-            return False  # position 1 is the hidden state unless the input is packed (batch_sizes)
         if name == "ctc_loss":
             # LossCTC.cpp moves targets to log_probs' device ("as a service for the user") and reads the
             # lengths on the host: none of the three takes part in a device check, on either device.
