@@ -35,6 +35,7 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DL008", "cuda-visible-devices-misuse", True, "cuda_visible_devices_misuse",
              "CudaVisibleDevicesMisuse"),
     RuleInfo("DL011", "numpy-of-device-tensor", True, "numpy_of_device_tensor", "NumpyOfDeviceTensor"),
+    RuleInfo("DL013", "rebound-loop-variable-move", True, "rebound_loop_variable_move", "ReboundLoopVariableMove"),
     RuleInfo("DL016", "get-device-as-index", True, "get_device_as_index", "GetDeviceAsIndex"),
     RuleInfo("DL015", "cuda-only-api", False, "cuda_only_api", "CudaOnlyApi"),
     RuleInfo("DL100", "unused-noqa", False, "unused_noqa", "UnusedNoqa"),
