@@ -18,6 +18,8 @@ FACTORIES = frozenset(
 )
 # They draw from the device's generator when created there: other numbers than the CPU's.
 RANDOM = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"})
+# Exact in every dtype: created in the target dtype or converted to it, the values are the same.
+EXACT = frozenset({"zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like"})
 _SKIPPED_FACTORY_ARGS = frozenset({"device", "out", "pin_memory"})
 
 
@@ -54,11 +56,13 @@ class MoveAfterCreation(Rule):
     is **safe** where the tensor is the same: same values, same dtype. It is **unsafe** (the title says
     why) for random factories (`torch.rand`, `randn`, `randint`, `randperm`, ... draw from the
     device's generator: other numbers on a GPU for the same seed), when the move also converts the
-    dtype (`.to(device, torch.half)`: created in that dtype, `arange` and `linspace` can give other
-    values than converted), with `requires_grad=True` (the result becomes a leaf, where the moved copy
+    dtype (`.to(device, torch.half)`: created in that dtype, `arange`, `linspace` and `full` can give
+    other values than converted; not `zeros`, `ones`, `empty`, `eye` and their `_like` forms, exact in
+    every dtype), with `requires_grad=True` (the result becomes a leaf, where the moved copy
     was not: `.grad` then fills where it stayed `None`), and for `.cuda(k)` with anything but a literal
     index (`device=None` would mean the CPU where `.cuda(None)` meant the current GPU). With `**kwargs`
-    in the factory or other arguments of the move (`memory_format`, `copy`) it is **display-only**.
+    in the factory, other arguments of the move (`memory_format`, `copy`) or a comment inside the move
+    (it would be lost) it is **display-only**.
 
     Beside DL001: `torch.zeros(3).cuda()` outside a CUDA check is DL001's (`.cuda()` needs CUDA); its
     fix writes `torch.zeros(3).to(device)`, which this rule then turns into `torch.zeros(3,
@@ -107,6 +111,10 @@ class MoveAfterCreation(Rule):
                 fixed="import torch\nnoise = torch.randn(8, device=device)\n", unsafe=True),
         Invalid("import torch\nr = torch.arange(0, 1, 0.1).to(device, torch.half)\n",
                 fixed="import torch\nr = torch.arange(0, 1, 0.1, dtype=torch.half, device=device)\n", unsafe=True),
+        Invalid("import torch\nw = torch.zeros(3, dtype=torch.half).to(device, torch.float64)\n",
+                fixed="import torch\nw = torch.zeros(3, dtype=torch.float64, device=device)\n"),
+        Invalid("import torch\nw = torch.zeros(3).to(  # noqa: E501\n    device)\n",
+                fixed="import torch\nw = torch.zeros(3).to(  # noqa: E501\n    device)\n"),
         Invalid("import torch\nw = torch.zeros(3, requires_grad=True).to(device)\n",
                 fixed="import torch\nw = torch.zeros(3, requires_grad=True, device=device)\n", unsafe=True),
         Invalid("import torch\nw = torch.zeros(3).to(device, memory_format=torch.channels_last)\n",
@@ -190,15 +198,22 @@ class MoveAfterCreation(Rule):
         title = "Create it on the device with `device=`"
         if others or any(a.star == "**" for a in factory.args):
             return self.display_only(f"{title} (the move has other arguments, or the factory `**kwargs`)")
+        render = cst.Module([]).code_for_node
+        if "#" in render(move)[len(render(factory)):]:
+            return self.display_only(f"{title} (a comment inside the move would be lost)")
         if reason is None and tail in RANDOM:
             reason = "random numbers come from the device's generator: other values on a GPU for the same seed"
-        if reason is None and dtype is not None:
+        if reason is None and dtype is not None and tail not in EXACT:
             reason = f"created as `{dtype}` rather than converted to it, which can give other values"
         grad = find_arg(factory, "requires_grad", None)
         if reason is None and grad is not None and not (isinstance(grad.value, cst.Name) and grad.value.value == "False"):
             reason = "the result becomes a leaf that requires grad, where the moved copy was not one"
-        args = [a for a in factory.args if not (dtype is not None and _is_keyword(a, "dtype"))]
-        added = ([_keyword("dtype", dtype)] if dtype is not None else []) + [_keyword("device", device)]
+        args, added = list(factory.args), [_keyword("device", device)]
+        given = find_arg(factory, "dtype", None)
+        if dtype is not None and given is not None:
+            args[args.index(given)] = given.with_changes(value=cst.parse_expression(dtype))  # in place
+        elif dtype is not None:
+            added.insert(0, _keyword("dtype", dtype))
         if args and isinstance(args[-1].comma, cst.Comma):
             # a trailing comma stays trailing: the new arguments go before it
             added[-1] = added[-1].with_changes(comma=args[-1].comma)
