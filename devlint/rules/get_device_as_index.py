@@ -130,7 +130,10 @@ class GetDeviceAsIndex(Rule):
         direct = self._use(node)
         if direct is not None:
             edits, unsafe = self._rewrite(direct, node, f"{receiver_text}.device")
-            self.report(node, fix=self._fix(edits, unsafe, None), start_node=func.attr)
+            # `.cuda(t.get_device())` starts at the `.cuda()` call, before DL001's finding on it: where both
+            # fixes apply, this one (which keeps the device) comes first, and DL001's then has nothing left
+            start = direct[1] if direct[0] == "cuda" else func.attr
+            self.report(node, fix=self._fix(edits, unsafe, None), start_node=start)
             return
         name = self._bound_name(node)
         if name is None:

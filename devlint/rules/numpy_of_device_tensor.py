@@ -43,8 +43,8 @@ class NumpyOfDeviceTensor(Rule):
 
     ## Fix safety
     `.cpu()` is inserted before `.numpy()`, and `.detach().cpu()` where the value comes from a module
-    call with no `.detach()` on the way (a module's output may require grad, and `.numpy()` of such a
-    tensor raises on every machine). The fix is **safe**: where the tensor is on a GPU the original
+    call with no `.detach()` on the way and outside `with torch.no_grad():` (a module's output may
+    require grad, and `.numpy()` of such a tensor raises on every machine). The fix is **safe**: where the tensor is on a GPU the original
     raised; where it is on the CPU `.cpu()` returns the tensor itself and `.detach()` a view of the
     same memory, so the array still shares memory with the tensor as before.
 
@@ -109,11 +109,21 @@ class NumpyOfDeviceTensor(Rule):
             return
         if self.ctx.kinds.of(receiver) is MODULE:
             return
-        insert = ".detach().cpu()" if module_call is not None and not detached else ".cpu()"
+        may_require_grad = module_call is not None and not detached and not self._without_grad(module_call)
+        insert = ".detach().cpu()" if may_require_grad else ".cpu()"
         # after the dot, so that parentheses and line breaks before it stay as they are
         fix = self.fix(f"Insert `{insert}` before `.numpy()`", Applicability.SAFE,
                        self.insert_before(func.attr, insert[1:] + "."))
         self.report(node, fix=fix, start_node=func.attr)
+
+    def _without_grad(self, node: cst.CSTNode) -> bool:
+        """Inside `with torch.no_grad():` or `with torch.inference_mode():` (nothing requires grad)."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.With) and any(
+                    isinstance(item.item, cst.Call) and self.ctx.qualified_names(item.item.func)
+                    & {"torch.no_grad", "torch.inference_mode"} for item in ancestor.items):
+                return True
+        return False
 
     # -- a module's output on the device ---------------------------------------------------------------
     def _module_output(self, expr: cst.BaseExpression) -> tuple[cst.Call | None, bool]:
