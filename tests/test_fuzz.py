@@ -59,6 +59,17 @@ SNIPPETS = [
     "{n} = nn.DataParallel({n}, device_ids=[0, 1])",
     "import os\nos.environ['CUDA_VISIBLE_DEVICE'] = '0'",
     "torch.cuda.synchronize()\n{n} = torch.cuda.current_device()",
+    # DL011, DL013, DL016, DL018
+    "{n} = torch.ones(2).to(device)\nprint({n}.numpy())",
+    "model = nn.Linear(2, 2).cuda()\n{n} = model(x)[0].argmax(1).numpy()",
+    "for {n} in [torch.zeros(1), torch.ones(1)]:\n    {n} = {n}.to(device).float()",
+    "for k, {n} in {{'a': torch.zeros(1)}}.items():\n    {n} = {n}.cuda()",
+    "{n} = torch.zeros(2, device={n}.get_device())",
+    "dev = {n}.get_device()\n{n} = {n}.cuda(dev, True) + torch.ones(1, device=dev)",
+    "{n} = torch.device('cuda', {n}.get_device())",
+    "{n} = torch.arange(3, dtype=torch.long).to(device, non_blocking=True)",
+    "{n} = torch.zeros(\n    2,\n).to({n}.device, torch.half)",
+    "if torch.cuda.is_available():\n    {n} = torch.randn(2).cuda({k})",
 ]
 
 

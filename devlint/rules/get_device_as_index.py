@@ -94,9 +94,13 @@ class GetDeviceAsIndex(Rule):
         Invalid("import torch\nd = torch.device(x.get_device())\n", fixed="import torch\nd = torch.device(x.device)\n"),
         Invalid(
             "import torch\ndef f(x, n):\n    dev = x.get_device()\n    a = torch.zeros(n, device=dev)\n"
-            "    return x.new_ones(n, device=dev) + a.cuda(dev)\n",
+            "    return x.new_ones(n, device=dev) + a.to(dev)\n",
             fixed="import torch\ndef f(x, n):\n    dev = x.device\n    a = torch.zeros(n, device=dev)\n"
             "    return x.new_ones(n, device=dev) + a.to(dev)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(x, a):\n    dev = x.get_device()\n    return a.cuda(dev)\n",
+            fixed="import torch\ndef f(x, a):\n    dev = x.get_device()\n    return a.cuda(dev)\n",
         ),
         Invalid(
             "import torch\ndef f(x, n):\n    dev = x.get_device()\n    print('on', dev)\n"
@@ -144,17 +148,16 @@ class GetDeviceAsIndex(Rule):
         uses = [(use, read) for use, read in uses if not self.ctx.guards.is_guarded(read)]
         if not uses:
             return
-        edits: list | None = [self.replace_between(func.attr, node, "device")]
-        unsafe: bool | str = False
-        for use, read in uses:
-            more, risky = self._rewrite(use, read, name.value, keep_plain=True)
-            edits = None if more is None or edits is None else edits + more
-            unsafe = unsafe or risky
         reason = None
+        rewritten = next((read for use, read in uses if use[0] != "keyword"), None)
         if other is not None:
-            line = self.ctx.span(other)[0].line
-            reason = f"`{name.value}` is also read as a number (line {line})"
-        self.report(node, fix=self._fix(edits, unsafe, reason), start_node=func.attr)
+            reason = f"`{name.value}` is also read as a number (line {self.ctx.span(other)[0].line})"
+        elif rewritten is not None:
+            # `.cuda(dev)` must become `.to(dev)` too: an edit away from this line, left to the author
+            reason = (f"`{name.value}` is also given to `.cuda()` or `torch.device(\"cuda\", ...)` "
+                      f"(line {self.ctx.span(rewritten)[0].line}), which take a GPU only")
+        edits = [self.replace_between(func.attr, node, "device")]
+        self.report(node, fix=self._fix(edits, False, reason), start_node=func.attr)
 
     def _fix(self, edits, unsafe: bool | str, reason: str | None):
         title = "Use `.device` instead of `.get_device()`"
@@ -191,12 +194,12 @@ class GetDeviceAsIndex(Rule):
             return (method if method == "cuda" else "keyword", call)
         return None
 
-    def _rewrite(self, use, value: cst.CSTNode, device: str, keep_plain: bool = False):
+    def _rewrite(self, use, value: cst.CSTNode, device: str):
         """The edits that make `use` take the device `device` (given where `value` is), and why they are
         unsafe (False if safe); (None, False) where no edit can."""
         how, call = use
         if how == "keyword":
-            return ([] if keep_plain else [self.replace(value, device)]), False
+            return [self.replace(value, device)], False
         if how == "index":
             first = [a for a in call.args if a.keyword is None][0]
             return [self.replace_between(first.value, value, device)], False

@@ -145,8 +145,7 @@ class MoveAfterCreation(Rule):
             target = self._to_target(node)
         if target is None:
             return
-        self.report(node, self.message.format(factory=tail), self._fix(node, factory, tail, target),
-                    start_node=func.attr)
+        self.report(node, self.message.format(factory=tail), self._fix(node, factory, tail, target))
 
     def _factory(self, call: cst.Call) -> str | None:
         for name in self.ctx.qualified_names(call.func):
