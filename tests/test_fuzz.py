@@ -121,6 +121,8 @@ def _check(source: str, data: bytes | None = None) -> None:
     # imports torch (which a fix writing `torch.` needs).
     rebinds_device = any(f.code == "DL004" and fixable(f, CONFIG) for f in findings)
     imports_torch = any(fixable(f, CONFIG) and f.fix.needs_device for f in findings)
+    # DL001 turns `.cuda(dev)` into `.to(...)`: DL016 can then give `dev = t.get_device()` its fix
+    rewrites_cuda = any(f.code == "DL001" and fixable(f, CONFIG) for f in findings)
 
     def unblocked(finding) -> bool:
         title = finding.fix.title if finding.fix is not None else ""
@@ -128,7 +130,8 @@ def _check(source: str, data: bytes | None = None) -> None:
         reasons_about_device = re.search(
             r"\((`_?device`|the module-level `_?device`|this function also uses the outer `_?device`)", title)
         return bool((rebinds_device or imports_torch) and reasons_about_device) or (
-            imports_torch and ("torch is not imported" in title or "torch is imported only inside a function" in title))
+            imports_torch and ("torch is not imported" in title or "torch is imported only inside a function" in title)
+        ) or (finding.code == "DL016" and "is also given to `.cuda()`" in title and rewrites_cuda)
 
     for finding in findings:
         if fixable(finding, CONFIG) or unblocked(finding):
