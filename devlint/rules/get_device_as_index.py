@@ -175,13 +175,13 @@ class GetDeviceAsIndex(Rule):
         if not isinstance(call, cst.Call) or arg.value is not value or arg.star:
             return None
         names = self.ctx.qualified_names(call.func)
-        method = call.func.attr.value if isinstance(call.func, cst.Attribute) and not names else None
+        torch_function = any(n.startswith("torch.") for n in names)
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) and not torch_function else None
         positional = [a for a in call.args if a.keyword is None]
         if arg.keyword is not None:
             if arg.keyword.value != "device":
                 return None
-            if method in _DEVICE_METHODS or any(n.startswith("torch.") and not n.startswith("torch.cuda.")
-                                                for n in names):
+            if method in _DEVICE_METHODS or torch_function and not any(n.startswith("torch.cuda.") for n in names):
                 return ("cuda" if method == "cuda" else "keyword", call)
             return None
         if names & {"torch.device"}:
