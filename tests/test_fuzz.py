@@ -65,6 +65,7 @@ SNIPPETS = [
     "for {n} in [torch.zeros(1), torch.ones(1)]:\n    {n} = {n}.to(device).float()",
     "for k, {n} in {{'a': torch.zeros(1)}}.items():\n    {n} = {n}.cuda()",
     "{n} = torch.zeros(2, device={n}.get_device())",
+    "{n} = torch.ones(1)\n{n} = torch.zeros(2, device={n}.get_device())",
     "dev = {n}.get_device()\n{n} = {n}.cuda(dev, True) + torch.ones(1, device=dev)",
     "{n} = torch.device('cuda', {n}.get_device())",
     "{n} = torch.arange(3, dtype=torch.long).to(device, non_blocking=True)",
@@ -142,7 +143,8 @@ def _check(source: str, data: bytes | None = None) -> None:
     # the blank line inserted above a module-level definition: left out, or difflib may pair it with
     # another blank line of the original and report the lines between as changed
     after = [line for i, line in enumerate(after) if not (
-        line == "" and i + 1 < len(after) and re.match(r"_?device = ", after[i + 1]) and after[i + 1] not in before)]
+        line == "" and i + 1 < len(after) and re.match(r"_?device = \w+\.(device|accelerator)\b", after[i + 1])
+        and after[i + 1] not in before)]
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
         if tag in ("replace", "delete"):

@@ -33,7 +33,7 @@ def predictions():
 
 
 def masks():
-    def ones_for_rows(t):
+    def ones_for_rows(t: torch.Tensor):
         return torch.ones(t.shape[0], device=t.get_device())
 
     return ones_for_rows(x.to(device)).sum().item() + ones_for_rows(x).sum().item()

@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import MODULE, TENSOR
+from devlint.rules._kinds import TENSOR
 from devlint.syntax import string_value
 
 # Methods whose `device=` (or first positional argument, for `to`/`cuda`) takes a device.
@@ -17,6 +17,11 @@ class GetDeviceAsIndex(Rule):
     Prevents `RuntimeError: Device index must not be negative` (what PyTorch and `devlint run
     --virtual-gpu` raise): flags `t.get_device()` used as a device, outside a CUDA check. It returns
     the GPU's index for a CUDA tensor and `-1` for a CPU tensor, and `-1` is not a device.
+
+    The receiver must be known to be a tensor (`_kinds.py`: a `torch.Tensor` annotation, a torch
+    factory or op, a moved value, a tensor-only method called on the same binding, ...): other objects
+    have a `get_device()` that returns a device (the IR nodes of `torch._inductor`: seven false
+    positives in torch's own sources when unknown receivers were flagged).
 
     Uses that take a device: `device=` of a torch function or of `.to()`, `.cuda()`, `.new_zeros()`
     and the other `new_*` methods, the first argument of `.to(...)`, `.cuda(...)` and
@@ -57,6 +62,7 @@ class GetDeviceAsIndex(Rule):
       number anywhere (`if dev >= 0:`): the author handles the CPU's index.
     - `torch.cuda.set_device(x.get_device())` and `with torch.cuda.device(x.get_device()):`, which do
       nothing for an index of minus one.
+    - Receivers not known to be tensors: `def f(node): return torch.zeros(2, device=node.get_device())`.
     - Reads as a number: `idx = x.get_device()` then `print(idx)`; `device=` of functions outside
       torch (`pipeline(device=x.get_device())`, where minus one often means the CPU).
 
@@ -70,49 +76,51 @@ class GetDeviceAsIndex(Rule):
     message = "`.get_device()` is -1 for a CPU tensor, which is not a device; use `.device`"
 
     VALID = (
-        "def f(x, y):\n    if x.is_cuda:\n        y = y.cuda(x.get_device())\n    return y\n",
+        "import torch\ndef f(x: torch.Tensor, y):\n    if x.is_cuda:\n        y = y.cuda(x.get_device())\n    return y\n",
+        "def f(node):\n    return torch.zeros(2, device=node.get_device())\n",
         "import torch\ndef f(x):\n    if x.get_device() >= 0:\n        return torch.zeros(2, device=x.get_device())\n",
         "import torch\ndef f(x):\n    dev = x.get_device()\n    if dev >= 0:\n        return torch.zeros(2, device=dev)\n",
-        "import torch\ntorch.cuda.set_device(x.get_device())\n",
-        "import torch\nwith torch.cuda.device(x.get_device()):\n    pass\n",
-        "idx = x.get_device()\nprint(idx)\n",
-        "from transformers import pipeline\np = pipeline(device=x.get_device())\n",
+        "import torch\nx = torch.ones(1)\ntorch.cuda.set_device(x.get_device())\n",
+        "import torch\nx = torch.ones(1)\nwith torch.cuda.device(x.get_device()):\n    pass\n",
+        "import torch\nx = torch.ones(1)\nidx = x.get_device()\nprint(idx)\n",
+        "import torch\nfrom transformers import pipeline\nx = torch.ones(1)\np = pipeline(device=x.get_device())\n",
     )
     INVALID = (
         Invalid(
-            "import torch\ndef f(x, n):\n    return torch.ones(n, device=x.get_device())\n",
-            fixed="import torch\ndef f(x, n):\n    return torch.ones(n, device=x.device)\n",
+            "import torch\ndef f(x: torch.Tensor, n):\n    return torch.ones(n, device=x.get_device())\n",
+            fixed="import torch\ndef f(x: torch.Tensor, n):\n    return torch.ones(n, device=x.device)\n",
         ),
-        Invalid("import torch\ndef f(x, y):\n    return y.to(x.get_device())\n",
-                fixed="import torch\ndef f(x, y):\n    return y.to(x.device)\n"),
+        Invalid("import torch\ndef f(x: torch.Tensor, y):\n    return y.to(x.get_device())\n",
+                fixed="import torch\ndef f(x: torch.Tensor, y):\n    return y.to(x.device)\n"),
         Invalid(
-            "import torch\ndef f(x, y: torch.Tensor):\n    return y.cuda(x.get_device(), True)\n",
-            fixed="import torch\ndef f(x, y: torch.Tensor):\n    return y.to(x.device, non_blocking=True)\n",
+            "import torch\ndef f(x: torch.Tensor, y: torch.Tensor):\n    return y.cuda(x.get_device(), True)\n",
+            fixed="import torch\ndef f(x: torch.Tensor, y: torch.Tensor):\n    return y.to(x.device, non_blocking=True)\n",
         ),
-        Invalid("import torch as th\nd = th.device('cuda', x.get_device())\n",
-                fixed="import torch as th\nd = th.device(x.device)\n"),
-        Invalid("import torch\nd = torch.device(x.get_device())\n", fixed="import torch\nd = torch.device(x.device)\n"),
+        Invalid("import torch as th\nx = th.ones(1)\nd = th.device('cuda', x.get_device())\n",
+                fixed="import torch as th\nx = th.ones(1)\nd = th.device(x.device)\n"),
+        Invalid("import torch\nx = torch.ones(1)\nd = torch.device(x.get_device())\n",
+                fixed="import torch\nx = torch.ones(1)\nd = torch.device(x.device)\n"),
         Invalid(
-            "import torch\ndef f(x, n):\n    dev = x.get_device()\n    a = torch.zeros(n, device=dev)\n"
+            "import torch\ndef f(x: torch.Tensor, n):\n    dev = x.get_device()\n    a = torch.zeros(n, device=dev)\n"
             "    return x.new_ones(n, device=dev) + a.to(dev)\n",
-            fixed="import torch\ndef f(x, n):\n    dev = x.device\n    a = torch.zeros(n, device=dev)\n"
+            fixed="import torch\ndef f(x: torch.Tensor, n):\n    dev = x.device\n    a = torch.zeros(n, device=dev)\n"
             "    return x.new_ones(n, device=dev) + a.to(dev)\n",
         ),
         Invalid(
-            "import torch\ndef f(x, a):\n    dev = x.get_device()\n    return a.cuda(dev)\n",
-            fixed="import torch\ndef f(x, a):\n    dev = x.get_device()\n    return a.cuda(dev)\n",
+            "import torch\ndef f(x: torch.Tensor, a):\n    dev = x.get_device()\n    return a.cuda(dev)\n",
+            fixed="import torch\ndef f(x: torch.Tensor, a):\n    dev = x.get_device()\n    return a.cuda(dev)\n",
         ),
         Invalid(
-            "import torch\ndef f(x, n):\n    dev = x.get_device()\n    print('on', dev)\n"
+            "import torch\ndef f(x: torch.Tensor, n):\n    dev = x.get_device()\n    print('on', dev)\n"
             "    return torch.zeros(n, device=dev)\n",
-            fixed="import torch\ndef f(x, n):\n    dev = x.get_device()\n    print('on', dev)\n"
+            fixed="import torch\ndef f(x: torch.Tensor, n):\n    dev = x.get_device()\n    print('on', dev)\n"
             "    return torch.zeros(n, device=dev)\n",
         ),
         Invalid(
-            "import torch.nn as nn\nclass Net(nn.Module):\n    def cuda(self, device=None):\n"
-            "        return super().cuda(device)\nnet = Net().cuda(x.get_device())\n",
-            fixed="import torch.nn as nn\nclass Net(nn.Module):\n    def cuda(self, device=None):\n"
-            "        return super().cuda(device)\nnet = Net().to(x.device)\n",
+            "import torch, torch.nn as nn\nclass Net(nn.Module):\n    def cuda(self, device=None):\n"
+            "        return super().cuda(device)\nx = torch.ones(1)\nnet = Net().cuda(x.get_device())\n",
+            fixed="import torch, torch.nn as nn\nclass Net(nn.Module):\n    def cuda(self, device=None):\n"
+            "        return super().cuda(device)\nx = torch.ones(1)\nnet = Net().to(x.device)\n",
             unsafe=True,
         ),
     )
@@ -126,8 +134,8 @@ class GetDeviceAsIndex(Rule):
         if not (isinstance(func, cst.Attribute) and func.attr.value == "get_device") or node.args:
             return
         receiver = func.value
-        if self.ctx.is_imported_module(receiver) or self.ctx.kinds.of(receiver) is MODULE:
-            return
+        if self.ctx.is_imported_module(receiver) or self.ctx.kinds.of(receiver) is not TENSOR:
+            return  # other objects have a `get_device()` that returns a device (torch._inductor's IR nodes)
         if self.ctx.guards.is_guarded(node):
             return
         receiver_text = self.ctx.code(receiver).strip()

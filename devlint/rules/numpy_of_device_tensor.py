@@ -6,7 +6,7 @@ from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._kinds import MODULE
 from devlint.rules._placement import DEVICE, KEEPING_METHODS
-from devlint.syntax import find_arg
+from devlint.syntax import find_arg, last_component, name_words
 
 
 class NumpyOfDeviceTensor(Rule):
@@ -50,7 +50,8 @@ class NumpyOfDeviceTensor(Rule):
 
     ## Not flagged
     - Tensors not known to be on the device: `def f(t): return t.numpy()`, `torch.zeros(3).numpy()`,
-      `x.to("cpu").numpy()`, `x.cuda().cpu().numpy()`.
+      `x.to("cpu").numpy()`, `x.cuda().cpu().numpy()`, and a move to a name that says "cpu",
+      `x.to(self._cpu_device).numpy()`.
     - Calls of an unknown module (`out = model(x)` where nothing moved `model`).
     - `.numpy(force=True)`, which copies to the CPU itself.
 
@@ -68,6 +69,7 @@ class NumpyOfDeviceTensor(Rule):
         "import torch\na = torch.zeros(3).numpy()\n",
         "b = x.to(\"cpu\").numpy()\n",
         "c = x.cuda().cpu().numpy()\n",
+        "class E:\n    def f(self, x):\n        return x.to(self._cpu_device).numpy()\n",
         "out = model(x)\nout.numpy()\n",
         "import torch\nd = torch.ones(2, device='cuda').numpy(force=True)\n",
         "import numpy as np\ne = np.numpy()\n",
@@ -106,6 +108,8 @@ class NumpyOfDeviceTensor(Rule):
             return
         module_call, detached = self._module_output(receiver)
         if module_call is None and self.ctx.placement.of(receiver) is not DEVICE:
+            return
+        if _moved_to_a_cpu_name(receiver):
             return
         if self.ctx.kinds.of(receiver) is MODULE:
             return
@@ -172,3 +176,20 @@ class NumpyOfDeviceTensor(Rule):
             if position is not None and position <= here:
                 earlier.append((position, assignment.node))
         return max(earlier, key=lambda item: item[0])[1] if earlier else None
+
+
+def _moved_to_a_cpu_name(expr: cst.BaseExpression) -> bool:
+    """`x.to(self._cpu_device)`, `x.to(cpu_dev)`: the placement fact reads any name with "device" in it
+    as the run's device (detectron2's `self._cpu_device = torch.device("cpu")` was flagged); a name
+    that says "cpu" is not."""
+    while isinstance(expr, (cst.Call, cst.Subscript)):
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+            continue
+        if not isinstance(expr.func, cst.Attribute):
+            return False
+        if expr.func.attr.value == "to":
+            target = find_arg(expr, "device", 0)
+            return target is not None and "cpu" in name_words(last_component(target.value) or "")
+        expr = expr.func.value
+    return False
