@@ -36,8 +36,8 @@ RULES: tuple[RuleInfo, ...] = (
              "CudaVisibleDevicesMisuse"),
     RuleInfo("DL011", "numpy-of-device-tensor", True, "numpy_of_device_tensor", "NumpyOfDeviceTensor"),
     RuleInfo("DL013", "rebound-loop-variable-move", True, "rebound_loop_variable_move", "ReboundLoopVariableMove"),
-    RuleInfo("DL016", "get-device-as-index", True, "get_device_as_index", "GetDeviceAsIndex"),
     RuleInfo("DL015", "cuda-only-api", False, "cuda_only_api", "CudaOnlyApi"),
+    RuleInfo("DL016", "get-device-as-index", True, "get_device_as_index", "GetDeviceAsIndex"),
     RuleInfo("DL018", "move-after-creation", False, "move_after_creation", "MoveAfterCreation"),
     RuleInfo("DL100", "unused-noqa", False, "unused_noqa", "UnusedNoqa"),
 )

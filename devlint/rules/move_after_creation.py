@@ -33,9 +33,12 @@ class MoveAfterCreation(Rule):
     `logspace`, `rand`, `randn`, `randint`, `randperm`, `tensor`, `as_tensor`, `scalar_tensor`, the
     `*_like` functions and a few more, through any import alias.
 
-    Off by default (select it with `--select DL018`): on the real projects devlint was tried on it is
-    among the most frequent findings of all and never a bug (Pyrefly ships it opt-in as
-    `redundant-to-call`).
+    Off by default (select it with `--select DL018`): it is never a bug, and it is frequent. On 11 real
+    projects (1,665 files: mmcv 70, detectron2 18, pytorch-lightning 15, yunjey/pytorch-tutorial 13,
+    pytorch/examples 4, dino 2) it made 122 findings, all of the pattern (a sample of 20 read by hand),
+    77 with a safe fix, 39 unsafe for a random factory, 6 for a dtype or `requires_grad`; the bug rules
+    DL011, DL013 and DL016 made none on the same files. Pyrefly ships the same check opt-in as
+    `redundant-to-call`.
 
     ## Why is this bad?
     The CPU allocation, the CPU fill and the host-to-device copy are wasted work, and a synchronising

@@ -22,6 +22,11 @@ class NumpyOfDeviceTensor(Rule):
     moved there (`model = Net().to(device)`, then `out = model(x)`, whatever `x` is), directly or
     through a name bound to that call.
 
+    On by default: the bug crashes every GPU run that reaches it, and the finding needs the placement
+    fact's evidence. On 11 real projects (detectron2, pytorch-lightning, mmcv, pytorch/examples and
+    seven tutorial and research repositories, 1,665 files) it found nothing left to fix; its one
+    finding there, a move to `self._cpu_device`, was a false positive, now excluded.
+
     ## Why is this bad?
     NumPy arrays live in host memory. `.numpy()` of a CUDA tensor raises, so code written and tested on
     a CPU machine (where `.to(device)` kept the tensor on the CPU) crashes on the first machine with a

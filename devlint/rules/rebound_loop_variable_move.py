@@ -20,6 +20,10 @@ class ReboundLoopVariableMove(Rule):
     The loop variable must be known to be a tensor (`_kinds.py`: items of a list of tensors, of
     `.parameters()`, of a `list[Tensor]`, the values of a `dict[str, Tensor]`'s `.items()`, ...).
 
+    On by default: display-only, so it never writes, and precise (a tensor loop variable whose moved
+    value is never read). On 11 real projects (1,665 files) it found nothing: the bug lives in
+    beginners' code more than in maintained repositories.
+
     ## Why is this bad?
     Assigning to the loop variable re-binds a name; it does not replace the item in the list. Tensor
     moves return a new tensor, so after the loop every item is where it was, and the first operation
