@@ -60,8 +60,8 @@ def test_a_module_level_device_bound_on_one_branch_gets_a_definition_that_domina
     # The branch rebinds the definition before the fixed line runs: unsafe (issue 29 S7), applied only
     # with --unsafe-fixes.
     source = "import torch, sys\nif '--cpu' in sys.argv:\n    device = torch.device('cpu')\nx = torch.ones(1).cuda()\n"
-    assert fix(source) == source and applicabilities(source, "DL001") == ["unsafe"]
-    fixed = fix(source, unsafe=True)
+    assert fix(source, select="DL001") == source and applicabilities(source, "DL001") == ["unsafe"]
+    fixed = fix(source, select="DL001", unsafe=True)
     assert fixed == (
         "import torch, sys\n\n" + DEVICE + "if '--cpu' in sys.argv:\n    device = torch.device('cpu')\n"
         "x = torch.ones(1).to(device)\n"
@@ -84,11 +84,11 @@ def test_a_device_bound_earlier_in_the_same_block_is_reused():
         "import torch\nif __name__ == '__main__':\n    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "    x = torch.ones(1).cuda()\n"
     )
-    assert fix(source) == source.replace(".cuda()", ".to(device)")
+    assert fix(source, select="DL001") == source.replace(".cuda()", ".to(device)")
     # bound on every path, but to what a caller may make the CPU: only an unsafe fix reuses it (issue 29 S2)
     source = "import torch\ndef f(x, cpu):\n    device = torch.device('cpu' if cpu else 'cuda')\n    if x:\n        return x.cuda()\n"
-    assert fix(source) == source
-    assert fix(source, unsafe=True) == source.replace(".cuda()", ".to(device)")
+    assert fix(source, select="DL001") == source
+    assert fix(source, select="DL001", unsafe=True) == source.replace(".cuda()", ".to(device)")
 
 
 @pytest.mark.parametrize("source", [
@@ -115,13 +115,13 @@ def test_a_device_rebound_to_the_cpu_on_one_branch_is_not_reused():
         "import torch\ndef f(cpu):\n    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "    if cpu:\n        device = torch.device('cpu')\n    return torch.ones(1).cuda()\n"
     )
-    assert fix(source, unsafe=True) == source
+    assert fix(source, select="DL001", unsafe=True) == source
     assert applicabilities(source, "DL001") == ["display-only"]
 
 
 def test_a_device_bound_after_the_use_in_the_module_gets_a_definition_before_it():
     source = "import torch\nx = torch.ones(1).cuda()\ndevice = torch.device('cpu')\n"
-    assert fix(source) == "import torch\n\n" + DEVICE + "x = torch.ones(1).to(device)\ndevice = torch.device('cpu')\n"
+    assert fix(source, select="DL001") == "import torch\n\n" + DEVICE + "x = torch.ones(1).to(device)\ndevice = torch.device('cpu')\n"
 
 
 def test_every_fix_needing_the_device_name_checks_the_binding():
@@ -185,7 +185,7 @@ def test_a_star_import_alternative_name_is_reused_and_never_shadows_a_free_use()
 
 
 def test_a_builtin_device_name_is_not_shadowed():
-    fixed = fix("import torch\nx = torch.ones(1).cuda()\nprint(type(x))\n", device_name="type")
+    fixed = fix("import torch\nx = torch.ones(1).cuda()\nprint(type(x))\n", device_name="type", select="DL001")
     assert "_type = torch.device(" in fixed and "x = torch.ones(1).to(_type)" in fixed
 
 
@@ -197,7 +197,7 @@ def test_a_builtin_device_name_is_not_shadowed():
     ("import torch\ndef f():\n    x = torch.ones(1).cuda()\n    global device\n", None),
 ])
 def test_the_definition_never_lands_above_a_global_statement(source, expected):
-    fixed = fix(source)
+    fixed = fix(source, select="DL001")
     assert fixed == (source if expected is None else expected)
     compile(fixed, "<fixed>", "exec")
 

@@ -16,13 +16,13 @@ DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\
 
 def test_definition_goes_after_docstring_future_and_imports():
     source = '"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n\nx = torch.ones(1).cuda()\n'
-    assert fix(source) == (
+    assert fix(source, select="DL001") == (
         '"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch\n\n' + DEVICE + "\nx = torch.ones(1).to(device)\n"
     )
 
 
 def test_definition_uses_the_torch_alias():
-    assert fix("import torch as th\nx = th.ones(1).cuda()\n") == (
+    assert fix("import torch as th\nx = th.ones(1).cuda()\n", select="DL001") == (
         'import torch as th\n\ndevice = th.device("cuda" if th.cuda.is_available() else "cpu")\nx = th.ones(1).to(device)\n'
     )
 
@@ -35,12 +35,12 @@ def test_import_torch_is_added_only_when_nothing_binds_it():
 
 def test_definition_follows_a_late_torch_import():
     source = "import os\nos.environ['X'] = '1'\nimport torch\nx = torch.ones(1).cuda()\n"
-    assert fix(source) == "import os\nos.environ['X'] = '1'\nimport torch\n\n" + DEVICE + "x = torch.ones(1).to(device)\n"
+    assert fix(source, select="DL001") == "import os\nos.environ['X'] = '1'\nimport torch\n\n" + DEVICE + "x = torch.ones(1).to(device)\n"
 
 
 def test_definition_does_not_split_the_import_block_after_a_late_torch_import():
     source = "import os\n__author__ = 'me'\nimport torch\nimport numpy as np\nx = np.ones(1)\ny = torch.ones(1).cuda()\n"
-    assert fix(source) == (
+    assert fix(source, select="DL001") == (
         "import os\n__author__ = 'me'\nimport torch\nimport numpy as np\n\n" + DEVICE
         + "x = np.ones(1)\ny = torch.ones(1).to(device)\n"
     )
@@ -79,7 +79,7 @@ def test_device_assigned_later_in_the_same_function_is_not_used():
 
 
 def test_device_name_option():
-    fixed = fix("import torch\nx = torch.ones(1).cuda()\n", device_name="dev")
+    fixed = fix("import torch\nx = torch.ones(1).cuda()\n", device_name="dev", select="DL001")
     assert 'dev = torch.device("cuda"' in fixed and "x = torch.ones(1).to(dev)" in fixed
 
 
@@ -132,7 +132,8 @@ def test_comments_and_formatting_around_a_fix_are_kept():
 def test_nested_fixes_converge_in_several_passes():
     source = "import torch\nx = torch.ones(1).cuda().cuda()\n"
     fixed = fix(source)
-    assert "x = torch.ones(1).to(device).to(device)" in fixed
+    # DL001 twice, then DL018 (move-after-creation) on the factory the first move now follows
+    assert "x = torch.ones(1, device=device).to(device)" in fixed
     assert fix(fixed) == fixed
 
 

@@ -77,6 +77,18 @@ SNIPPETS = [
     "{n} = {n}.cuda(async=True)",
     "{n} = Variable({n}.to(device, async=True))  # noqa: DL004",
     "{n}.copy_(src,\n    async=False)",
+    # DL011, DL013, DL016, DL018
+    "{n} = torch.ones(2).to(device)\nprint({n}.numpy())",
+    "model = nn.Linear(2, 2).cuda()\n{n} = model(x)[0].argmax(1).numpy()",
+    "for {n} in [torch.zeros(1), torch.ones(1)]:\n    {n} = {n}.to(device).float()",
+    "for k, {n} in {{'a': torch.zeros(1)}}.items():\n    {n} = {n}.cuda()",
+    "{n} = torch.zeros(2, device={n}.get_device())",
+    "{n} = torch.ones(1)\n{n} = torch.zeros(2, device={n}.get_device())",
+    "dev = {n}.get_device()\n{n} = {n}.cuda(dev, True) + torch.ones(1, device=dev)",
+    "{n} = torch.device('cuda', {n}.get_device())",
+    "{n} = torch.arange(3, dtype=torch.long).to(device, non_blocking=True)",
+    "{n} = torch.zeros(\n    2,\n).to({n}.device, torch.half)",
+    "if torch.cuda.is_available():\n    {n} = torch.randn(2).cuda({k})",
 ]
 
 
@@ -134,6 +146,8 @@ def _check(source: str, data: bytes | None = None) -> None:
     # imports torch (which a fix writing `torch.` needs).
     rebinds_device = any(f.code == "DL004" and fixable(f, CONFIG) for f in findings)
     imports_torch = any(fixable(f, CONFIG) and f.fix.needs_device for f in findings)
+    # DL001 turns `.cuda(dev)` into `.to(...)`: DL016 can then give `dev = t.get_device()` its fix
+    rewrites_cuda = any(f.code == "DL001" and fixable(f, CONFIG) for f in findings)
 
     def unblocked(finding) -> bool:
         title = finding.fix.title if finding.fix is not None else ""
@@ -141,7 +155,8 @@ def _check(source: str, data: bytes | None = None) -> None:
         reasons_about_device = re.search(
             r"\((`_?device`|the module-level `_?device`|this function also uses the outer `_?device`)", title)
         return bool((rebinds_device or imports_torch) and reasons_about_device) or (
-            imports_torch and ("torch is not imported" in title or "torch is imported only inside a function" in title))
+            imports_torch and ("torch is not imported" in title or "torch is imported only inside a function" in title)
+        ) or (finding.code == "DL016" and "is also given to `.cuda()`" in title and rewrites_cuda)
 
     for finding in findings:
         if fixable(finding, CONFIG) or unblocked(finding):
@@ -152,7 +167,8 @@ def _check(source: str, data: bytes | None = None) -> None:
     # the blank line inserted above a module-level definition: left out, or difflib may pair it with
     # another blank line of the original and report the lines between as changed
     after = [line for i, line in enumerate(after) if not (
-        line == "" and i + 1 < len(after) and re.match(r"_?device = ", after[i + 1]) and after[i + 1] not in before)]
+        line == "" and i + 1 < len(after) and re.match(r"_?device = \w+\.(device|accelerator)\b", after[i + 1])
+        and after[i + 1] not in before)]
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
         if tag in ("replace", "delete"):

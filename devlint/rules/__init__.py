@@ -37,9 +37,13 @@ RULES: tuple[RuleInfo, ...] = (
     RuleInfo("DL009", "unregistered-module-tensor", True, "unregistered_module_tensor", "UnregisteredModuleTensor"),
     RuleInfo("DL010", "factory-without-device-in-forward", True, "factory_without_device_in_forward",
              "FactoryWithoutDeviceInForward"),
+    RuleInfo("DL011", "numpy-of-device-tensor", True, "numpy_of_device_tensor", "NumpyOfDeviceTensor"),
     RuleInfo("DL012", "module-device-attribute", True, "module_device_attribute", "ModuleDeviceAttribute"),
+    RuleInfo("DL013", "rebound-loop-variable-move", True, "rebound_loop_variable_move", "ReboundLoopVariableMove"),
     RuleInfo("DL015", "cuda-only-api", False, "cuda_only_api", "CudaOnlyApi"),
+    RuleInfo("DL016", "get-device-as-index", True, "get_device_as_index", "GetDeviceAsIndex"),
     RuleInfo("DL017", "cuda-async-argument", True, "cuda_async_argument", "CudaAsyncArgument"),
+    RuleInfo("DL018", "move-after-creation", False, "move_after_creation", "MoveAfterCreation"),
     RuleInfo("DL100", "unused-noqa", False, "unused_noqa", "UnusedNoqa"),
 )
 INFO_BY_CODE: dict[str, RuleInfo] = {info.code: info for info in RULES}
