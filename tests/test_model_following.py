@@ -149,7 +149,9 @@ def _codes(exc: BaseException) -> list[str]:
 
 def test_each_error_names_the_rules_that_prevent_it():
     mixed = RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!")
-    assert _codes(mixed) == ["DL009", "DL010"]
+    assert _codes(mixed) == ["DL009", "DL010", "DL013"]
+    assert _codes(RuntimeError("Device index must not be negative")) == ["DL016"]
+    assert _codes(TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() ...")) == ["DL011"]
     assert _codes(AttributeError("'Linear' object has no attribute 'device'")) == ["DL012"]
     assert _codes(AttributeError("'Linear' object has no attribute 'dtype'")) == []
     assert _codes(ValueError("Expected all tensors to be on the same device")) == []  # the exception type counts
@@ -191,7 +193,7 @@ def test_the_report_of_a_mixed_device_error_names_both_rules(monkeypatch):
     assert report.splitlines()[1:] == [
         "devlint: the two devices: cuda:0 and cpu",
         "devlint: rules that cover this pattern: DL009 (unregistered-module-tensor), "
-        "DL010 (factory-without-device-in-forward)"]
+        "DL010 (factory-without-device-in-forward), DL013 (rebound-loop-variable-move)"]
 
 
 # -- 4. runtime proof on the virtual GPU: one program per rule, run in two batched subprocesses -------------

@@ -69,6 +69,9 @@ RUNTIME_ERRORS: tuple[RuntimeErrorRow, ...] = (
     RuntimeErrorRow("RuntimeError", "expected self and mask to be on the same device", "DL010"),
     RuntimeErrorRow("TypeError", "can't convert cuda", "DL011"),
     RuntimeErrorRow("AttributeError", "object has no attribute 'device'", "DL012"),
+    # (the moved copies are dropped and the CPU items meet the device later)
+    RuntimeErrorRow("RuntimeError", "Expected all tensors to be on the same device", "DL013"),
+    RuntimeErrorRow("RuntimeError", "Device index must not be negative", "DL016"),
 )
 
 
