@@ -34,6 +34,8 @@ class Summary:
     # the value of an assignment (not in comparisons, containers or dictionary keys)
     device_strings: set[str] = field(default_factory=set)
     cuda_members: set[str] = field(default_factory=set)  # `attr` of `....cuda.attr` and `cuda.attr`
+    # `attr`s of the calls in `v = v.a(...).b(...)` statements directly in the body of a `for v in ...` loop
+    loop_rebinding_calls: set[str] = field(default_factory=set)
     depth: int = 0  # how deep LibCST's tree of the file will be (see complexity.py)
 
 
@@ -78,6 +80,20 @@ def _walk(tree: ast.Module, text: str, summary: Summary):
     summary.depth = deepest
 
 
+def _loop_rebindings(loop: ast.For | ast.AsyncFor, summary: Summary) -> None:
+    targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    for statement in loop.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id in targets):
+            continue
+        calls, node = [], statement.value
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            calls.append(node.func.attr)
+            node = node.func.value
+        if calls and isinstance(node, ast.Name) and node.id == statement.targets[0].id:
+            summary.loop_rebinding_calls.update(calls)
+
+
 @lru_cache(maxsize=2)  # the engine asks for the file's summary again before analysing it
 def summarise(text: str) -> Summary | None:
     """None when the standard parser cannot read the file (newer syntax, or broken). Shared: do not
@@ -117,6 +133,8 @@ def summarise(text: str) -> Summary | None:
                 _device_string(node.value, summary)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "cuda" in node.value.lower():
             summary.cuda_strings.add(node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            _loop_rebindings(node, summary)
         elif isinstance(node, ast.Expr):
             value = node.value.elt if isinstance(node.value, ast.ListComp) else node.value
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):

@@ -54,6 +54,14 @@ def test_files_without_candidates_are_skipped():
     assert summarise("x = (\n") is None  # unreadable by ast: the full parse decides
 
 
+def test_dl013_asks_for_a_loop_that_rebinds_its_variable_to_a_moved_copy():
+    from devlint.rules.rebound_loop_variable_move import ReboundLoopVariableMove as rule
+
+    assert not rule.could_match(summarise("y = x.to(d)\nfor t in ts:\n    u = t.float()\n    t = other.cuda()\n"))
+    for source in ("for t in ts:\n    t = t.to(d).float()\n", "async def f():\n    async for k, t in ts:\n        t = t.cuda()\n"):
+        assert rule.could_match(summarise(source)), source
+
+
 @pytest.mark.parametrize(
     "source",
     [

@@ -86,7 +86,7 @@ class ReboundLoopVariableMove(Rule):
 
     @staticmethod
     def could_match(summary) -> bool:
-        return bool(summary.attribute_calls & MOVES)
+        return bool(summary.loop_rebinding_calls & MOVES)
 
     def visit_For(self, node: cst.For) -> None:
         if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
