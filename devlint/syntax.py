@@ -122,3 +122,13 @@ def walk(root: cst.CSTNode):
 def descendants(root: cst.CSTNode):
     """Every meaningful node under `root`, `root` included (`walk` without the parents)."""
     return (node for node, _ in walk(root))
+
+
+def calls_in(root: cst.CSTNode):
+    """Every call under `root` (`root` included)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        stack.extend(node.children)

@@ -33,7 +33,7 @@ import libcst as cst
 
 from devlint.context import FileContext
 from devlint.model import Applicability, Fix
-from devlint.syntax import dotted_name, string_value
+from devlint.syntax import calls_in, dotted_name, string_value
 
 _FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 
@@ -137,7 +137,7 @@ def _compiled(ctx: FileContext) -> set[int]:
         if id(definition) in found:
             continue
         found.add(id(definition))
-        for call in _calls_in(definition):
+        for call in calls_in(definition):
             if isinstance(call.func, cst.Name):
                 queue += definitions.get(call.func.value, ())
     return found
@@ -173,19 +173,10 @@ def _module_methods(name: str, definitions, seen: set[str]) -> list[cst.CSTNode]
             if method.name.value != "__init__":
                 found.append(method)
                 continue
-            for call in _calls_in(method):
+            for call in calls_in(method):
                 if isinstance(call.func, cst.Name) and call.func.value in definitions and call.func.value not in seen:
                     found += _module_methods(call.func.value, definitions, seen)
     return found
-
-
-def _calls_in(definition: cst.CSTNode):
-    stack = [definition]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            yield node
-        stack.extend(node.children)
 
 
 def _decorated(ctx: FileContext, definition: cst.CSTNode, names: frozenset) -> bool:

@@ -154,26 +154,26 @@ def may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:
     or with a default that may be the run's device, or a name bound to something device-like
     (`torch.device(...)`, a conditional, `args.device`, a call named for a device); never one whose
     device literals are all other than `"cuda"`/`"cuda:0"` (`torch.device("cpu")`, `"cuda:1"`)."""
-    parent = ctx.parent(node)
-    if isinstance(node, cst.Param):
-        if isinstance(parent, cst.Parameters) and node in (parent.star_arg, parent.star_kwarg):
-            return False
-        return node.default is None or _device_like(ctx, node.default)
-    value = ctx.assigned_value(node) if isinstance(node, cst.Name) else None
-    return value is not None and _device_like(ctx, value)
+    return _binding_holds(ctx, node, any_device=False)
 
 
 def holds_a_device(ctx: FileContext, node: cst.CSTNode) -> bool:
     """A binding that holds some device, maybe not the run's (`torch.device("cpu")` does): a parameter
     (not `*d`/`**d`) without a default or with a device-like default, or a device-like value. A name
     bound to anything else (a string, a number, a function) is never written for a device."""
+    return _binding_holds(ctx, node, any_device=True)
+
+
+def _binding_holds(ctx: FileContext, node: cst.CSTNode, any_device: bool) -> bool:
+    """A parameter (not `*d`/`**d`) without a default or with a device-like default (the run's, or
+    any device for a value), or a name bound to a device-like value."""
     parent = ctx.parent(node)
     if isinstance(node, cst.Param):
         if isinstance(parent, cst.Parameters) and node in (parent.star_arg, parent.star_kwarg):
             return False
         return node.default is None or _device_like(ctx, node.default)
     value = ctx.assigned_value(node) if isinstance(node, cst.Name) else None
-    return value is not None and _device_like(ctx, value, any_device=True)
+    return value is not None and _device_like(ctx, value, any_device=any_device)
 
 
 def _device_like(ctx: FileContext, value: cst.BaseExpression, any_device: bool = False) -> bool:

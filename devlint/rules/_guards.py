@@ -66,7 +66,7 @@ import libcst as cst
 
 from devlint.context import FileContext
 from devlint.rules._conditions import NOTHING, Implications, assigned_values, flip
-from devlint.syntax import dotted_name, last_component, name_words, string_value
+from devlint.syntax import calls_in, dotted_name, last_component, name_words, string_value
 
 TRUE_ONLY = (True, False)  # (true implies CUDA, false implies CUDA)
 FALSE_ONLY = (False, True)
@@ -276,15 +276,6 @@ def _is_mark(node: cst.BaseExpression) -> bool:
     """`pytest.mark.gpu`, `pytest.mark.cuda(...)`: a pytest marker object."""
     name = dotted_name(node.func if isinstance(node, cst.Call) else node) or ""
     return ".mark." in f".{name}" or name.startswith("mark.")
-
-
-def _calls_in(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Call):
-            yield current
-        stack.extend(current.children)
 
 
 def _strings_in(node: cst.CSTNode):
@@ -627,7 +618,7 @@ class CudaGuards(Implications):
                 if _skip_condition(value)[1] is not None or _is_mark(value):
                     answers.append(self._decorator_guards(value))
             for function in self._functions_by_name.get(name, ()):
-                for call in _calls_in(function.body):
+                for call in calls_in(function.body):
                     if _skip_condition(call)[1] is not None:
                         answers.append(self._decorator_guards(call))
             memo[name] = any(answers) if answers else None
