@@ -157,7 +157,7 @@ def _check(source: str, data: bytes | None = None) -> None:
         # a function that binds `torch` gets no definition of its own (issue 29 S4), but reuses a module-level one
         return bool((rebinds_device or imports_torch) and reasons_about_device) or (
             imports_torch and ("torch is not imported" in title or "torch is imported only inside a function" in title
-                               or "`torch` is bound in this function or one around it" in title)
+                               or re.search(r"`\w+` is bound in this function or one around it", title))
         ) or (finding.code == "DL016" and "is also given to `.cuda()`" in title and rewrites_cuda)
 
     for finding in findings:
