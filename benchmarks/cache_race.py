@@ -133,14 +133,18 @@ class Tree:
     def put(self, path: Path, content) -> None:
         if path.is_dir() and not path.is_symlink():
             return  # (a folder: left alone)
-        if path.exists() or path.is_symlink():
-            path.unlink()
+        # (forked workers edit too, each with its own copy of this state: the other may have just
+        # removed or created the path)
+        path.unlink(missing_ok=True)
         if content is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         if content == "FIFO":
             if hasattr(os, "mkfifo"):
-                os.mkfifo(path)
+                try:
+                    os.mkfifo(path)
+                except FileExistsError:
+                    pass
             return
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
 
