@@ -173,11 +173,14 @@ def test_sarif_format_writes_a_valid_report_and_counts_its_results(repo, tmp_pat
     assert "pkg/old.py:2:31: DL001" in run.log  # the log shows the text report
 
 
-def test_github_format_with_a_sarif_file_writes_both(repo, tmp_path):
+def test_github_format_with_a_sarif_file_writes_both_and_tells_of_the_annotation_limit(repo, tmp_path):
+    (repo / "pkg" / "many.py").write_text("import torch\n" + "m = torch.nn.Linear(2, 2).cuda()\n" * 10)
     run = run_action(repo, tmp_path / "runner", {"sarif-file": "out/devlint.sarif", "fail-on": "never"})
-    assert run.log.count("::error title=devlint (") == 2
-    assert run.outputs["sarif-file"] == "out/devlint.sarif"
-    assert len(validate(repo / "out" / "devlint.sarif")["runs"][0]["results"]) == 2
+    assert run.log.count("::error title=devlint (") == 12
+    assert run.outputs["sarif-file"] == "out/devlint.sarif" and run.outputs["findings-count"] == "12"
+    assert len(validate(repo / "out" / "devlint.sarif")["runs"][0]["results"]) == 12
+    # GitHub shows 10 error annotations per step and drops the others without a word.
+    assert "::notice title=devlint::12 findings; GitHub shows the first 10" in run.log
 
 
 @pytest.mark.parametrize("fail_on, broken, returncode, exit_code", [
