@@ -285,6 +285,8 @@ exit 0
 @pytest.mark.parametrize("version, source", [
     ("", str(ROOT)),  # the default: the action's own checkout, the ref named in `uses:`
     ("v0.1.0", "git+https://github.com/devlint/devlint@v0.1.0"),
+    ("0.1.0", "git+https://github.com/devlint/devlint@v0.1.0"),  # the release tag of that version
+    ("0123456789abcdef0123456789abcdef01234567", "git+https://github.com/devlint/devlint@0123456789abcdef0123456789abcdef01234567"),
 ])
 def test_install_pins_devlint_to_the_action(repo, tmp_path, monkeypatch, version, source):
     stub = tmp_path / "bin"
