@@ -16,6 +16,7 @@ Findings only: flake8 applies no fixes (`devlint --fix` does).
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 from devlint import __version__
@@ -38,11 +39,14 @@ class DevlintChecker:
         from devlint.engine import check_source
 
         try:
-            config = _config(self.filename)
+            config = _config(os.path.dirname(os.path.abspath(self.filename)))
         except ConfigError as exc:
             yield 1, 0, f"{NOT_CHECKED} devlint: {exc}", type(self)
             return
-        result = check_source(self.filename, _source_bytes(self.lines), config)
+        data = _source_bytes(self.lines)
+        if len(data) > config.max_file_size:
+            return  # devlint skips it too (with a warning, exit code 0): max-file-size
+        result = check_source(self.filename, data, config)
         if result.error is not None:
             line = result.error.line or 1
             column = max((result.error.column or 1) - 1, 0)
@@ -52,10 +56,12 @@ class DevlintChecker:
 
 
 @lru_cache(maxsize=64)
-def _config(filename: str):
+def _config(folder: str):
+    """The settings of the files in `folder` (the nearest [tool.devlint] depends on the folder only:
+    one read per folder, not per file)."""
     from devlint.cli import config_for
 
-    return config_for(filename)
+    return config_for(folder)
 
 
 def _source_bytes(lines: list[str]) -> bytes:

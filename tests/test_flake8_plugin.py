@@ -52,7 +52,8 @@ def test_same_findings_at_the_same_positions_as_devlint(tmp_path):
 
 def test_devlint_configuration_applies_and_flake8_selection_filters(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.devlint]\nextend-select = ["DL100"]\nper-file-ignores = { "quiet.py" = ["DL001"] }\n')
+        '[tool.devlint]\nextend-select = ["DL100"]\nper-file-ignores = { "quiet.py" = ["DL001"] }\n'
+        'max-file-size = 150\n')
     (tmp_path / ".git").mkdir()  # the project's root: the search for pyproject.toml stops here
     source = "import torch\nm = torch.nn.Linear(2, 2).cuda()\nx = torch.zeros(1)  # noqa: DL001\n"
     (tmp_path / "loud.py").write_text(source)
@@ -60,6 +61,7 @@ def test_devlint_configuration_applies_and_flake8_selection_filters(tmp_path):
     # A coding cookie: flake8 hands over decoded lines; the columns still count characters.
     (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9\xe9'; "
                                         b"t = torch.load('w.pt')\n")
+    (tmp_path / "big.py").write_text("import torch\n" + "m = torch.nn.Linear(2, 2).cuda()\n" * 6)  # skipped
     expected = devlint_findings(tmp_path)
     assert {(path, code) for path, _, _, code, _ in expected} == {
         ("loud.py", "DL001"), ("loud.py", "DL100"), ("latin.py", "DL002")}  # quiet.py: DL001 is off there
