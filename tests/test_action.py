@@ -260,7 +260,8 @@ def test_a_base_that_cannot_be_fetched_is_a_clear_error(repo, tmp_path):
     ({"fail-on": "warning"}, "fail-on: 'warning' is not findings, errors or never"),
     ({"version": "v1 --index-url x"}, "is not a git ref"),
     ({"args": "--select 'DL001"}, "args: No closing quotation"),
-    ({"args": "--select DL999"}, "unknown rule code or prefix 'DL999'"),
+    ({"args": "--select DL999"}, "::error title=devlint::devlint: error: --select: unknown rule code or prefix 'DL999'"),
+    ({"args": "--select DL999", "format": "sarif"}, "::error title=devlint::devlint: error: --select: unknown rule"),
 ])
 def test_bad_inputs_are_one_clear_message(repo, tmp_path, inputs, message):
     run = run_action(repo, tmp_path / "runner", inputs)
