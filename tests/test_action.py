@@ -259,6 +259,7 @@ def test_a_base_that_cannot_be_fetched_is_a_clear_error(repo, tmp_path):
     ({"format": "xml"}, "format: 'xml' is not github or sarif"),
     ({"fail-on": "warning"}, "fail-on: 'warning' is not findings, errors or never"),
     ({"version": "v1 --index-url x"}, "is not a git ref"),
+    ({"changed-files-only": "yes"}, "changed-files-only: 'yes' is not true or false"),
     ({"args": "--select 'DL001"}, "args: No closing quotation"),
     ({"args": "--select DL999"}, "::error title=devlint::devlint: error: --select: unknown rule code or prefix 'DL999'"),
     ({"args": "--select DL999", "format": "sarif"}, "::error title=devlint::devlint: error: --select: unknown rule"),
