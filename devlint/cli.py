@@ -269,6 +269,14 @@ class _Progress:
             self.stream.flush()
 
 
+def config_for(path: str) -> Config:
+    """The Config that `devlint PATH` checks PATH with: the nearest [tool.devlint], no command-line
+    options (for the flake8 plugin). Raises ConfigError."""
+    config = _merge({}, settings.resolve([path], None, False), False)[0]
+    config.codes()
+    return config
+
+
 def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
     """CLI options win over [tool.devlint]; returns (Config, output format, exclude, extend-exclude)."""
     values = file_settings.values

@@ -19,6 +19,8 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 
 from devlint import __version__
+from devlint.fingerprints import KEY as FINGERPRINT_KEY
+from devlint.fingerprints import fingerprints
 from devlint.model import Applicability, FileResult, Finding
 from devlint.report import error_line, finding_dict, finding_line, render_text
 
@@ -209,6 +211,11 @@ def _region(start, end) -> dict:
     return {"startLine": start.line, "startColumn": start.column + 1, "endLine": end.line, "endColumn": end.column + 1}
 
 
+def _line_text(result: FileResult, finding: Finding) -> str:
+    lines = (_source(result, finding) or "").splitlines()
+    return lines[finding.start.line - 1] if finding.start.line <= len(lines) else ""
+
+
 def render_sarif(results: list[FileResult]) -> str:
     # SARIF describes every rule (its documentation is the class docstring): this imports the rule
     # modules, and LibCST with them; the other formats stay light for fully cached runs.
@@ -230,7 +237,9 @@ def render_sarif(results: list[FileResult]) -> str:
         for rule in ALL_RULES
     ]
     sarif_results = []
-    for result, finding in _findings(results):
+    found = _findings(results)
+    prints = fingerprints((r.path, f.code, _line_text(r, f)) for r, f in found)
+    for (result, finding), fingerprint in zip(found, prints):
         region = (_region(finding.start, finding.end) if not _in_cell(finding)
                   else dict(zip(("startLine", "startColumn", "endLine", "endColumn"), _fallback_region(finding))))
         location = {"physicalLocation": {"artifactLocation": {"uri": _uri(result.path)}, "region": region}}
@@ -240,6 +249,7 @@ def render_sarif(results: list[FileResult]) -> str:
             "level": "error",
             "message": {"text": finding_line(result.path, finding) if _in_cell(finding) else finding.message},
             "locations": [location],
+            "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
         }
         if _in_cell(finding):
             entry["properties"] = {"cell": finding.cell, "cellRegion": _region(finding.start, finding.end)}

@@ -83,6 +83,29 @@ def test_gitlab_fingerprints_are_unique_and_survive_line_shifts(tmp_path):
     assert before[0]["check_name"] == "DL001" and before[0]["severity"] == "major"
 
 
+def test_sarif_fingerprints_are_unique_stable_and_survive_line_shifts(tmp_path):
+    # Code scanning matches alerts between runs by partialFingerprints: a fingerprint from the line
+    # number would reopen every dismissed alert below an added import.
+    jsonschema = pytest.importorskip("jsonschema")
+    source = "import torch\nx = torch.zeros(1).cuda()\nx = torch.zeros(1).cuda()\ny = torch.load('w.pt')\n"
+    path = write(tmp_path / "a.py", source)
+
+    def prints():
+        document = json.loads(render("sarif", [check_file(str(path), Config(), write=False)]))
+        jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(document)
+        return [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"],
+                 r["partialFingerprints"]["devlint/v1"]) for r in document["runs"][0]["results"]]
+
+    before = prints()
+    write(path, "import os\n\n" + source)
+    after = prints()
+    assert [line for _, line, _ in before] == [2, 3, 4] and [line for _, line, _ in after] == [4, 5, 6]
+    assert len({fingerprint for _, _, fingerprint in before}) == 3  # the same statement twice: two alerts
+    assert [f for _, _, f in before] == [f for _, _, f in after]
+    write(path, source.replace("'w.pt'", "'v.pt'"))
+    assert prints()[2][2] != before[2][2]  # another line's text: another finding
+
+
 def test_junit_counts(results):
     root = ET.fromstring(render("junit", results).split("\n", 1)[1])
     suite = root.find("testsuite")
