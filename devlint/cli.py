@@ -319,6 +319,15 @@ def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
     return config, output_format, exclude, tuple(values.get("extend-exclude", ()))
 
 
+def resolve_config(paths: list[str]) -> tuple[Config, str | None]:
+    """The Config `devlint PATHS` uses with no options (the nearest pyproject.toml's [tool.devlint],
+    checked as a run checks it) and the file it came from: the language server's settings."""
+    file_settings = settings.resolve(paths, None, False)
+    config = _merge({}, file_settings, False)[0]
+    config.codes()
+    return config, file_settings.path
+
+
 def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, exit_zero: bool,
                  diff: bool = False, level: int = DEFAULT) -> int:
     """`devlint - [--fix | --diff]`: what editors call. With --fix the fixed source goes to stdout
@@ -470,6 +479,14 @@ def rule(code: str | None, show_all: bool) -> None:
     if found is None:
         _fail(f"unknown rule {code!r} (known: {', '.join(RULES_BY_CODE)})")
     click.echo(f"# {found.code} {found.name}\n\n{found.documentation()}")
+
+
+@main.command()
+def server() -> None:
+    """Run the language server (LSP over stdio) for editors; needs `pip install 'devlint[server]'`."""
+    from devlint.server import main as serve  # imports pygls only when it is installed
+
+    serve()
 
 
 def _top_level_module_exists(module: str) -> bool:
