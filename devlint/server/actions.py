@@ -44,10 +44,15 @@ def code_actions(snapshot: Snapshot, outcome: lint.Outcome, config: lint.Config,
     if _wanted(types.CodeActionKind.QuickFix, only):
         first = lines.from_client(request.params.range.start)
         last = lines.from_client(request.params.range.end)
+        # The client's diagnostics for the request (an editor sends those of the cursor's line) or the range.
+        asked = {(d.code, d.range.start.line, d.range.start.character) for d in request.params.context.diagnostics}
         for finding in outcome.findings:
-            if finding.cell != cell or not _overlaps(finding, first, last):
+            if finding.cell != cell:
                 continue
             shown = diagnostic(finding, lines)
+            if not _overlaps(finding, first, last) and (shown.code, shown.range.start.line,
+                                                        shown.range.start.character) not in asked:
+                continue
             if cell is None:  # a notebook's fixes span cells: there, fix all (below) applies them
                 fixed = _fix_action(snapshot, finding, config, shown, lines, request, version)
                 if fixed is not None:
