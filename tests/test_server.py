@@ -45,13 +45,14 @@ outputs = model(inputs)  # noqa: DL001
 print(outputs.numpy())
 '''
 # The project selects DL100 too: the settings come from its pyproject.toml, and line 24's noqa is unused.
-PYPROJECT = '[tool.devlint]\nextend-select = ["DL100"]\n'
+PYPROJECT = '[tool.devlint]\nextend-select = ["DL100"]\nper-file-ignores = {"legacy/*.py" = ["DL001"]}\n'
 
 
 def cli(project: Path, name: str, text: str, *options: str):
-    """`devlint FILE OPTIONS` in the project, on a file holding `text`: (exit code, output, the file's text)."""
-    path = project / "cli" / name
-    path.parent.mkdir(exist_ok=True)
+    """`devlint FILE OPTIONS` in the project, on a file holding `text`: (exit code, output, the file's text).
+    FILE is cli/NAME, or NAME itself when it names a folder (where per-file-ignores apply)."""
+    path = project / name if "/" in name else project / "cli" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     old = os.getcwd()
     os.chdir(project)
@@ -127,6 +128,13 @@ def test_diagnostics_on_open_are_the_command_line_findings_of_the_buffer(server,
         assert found.get("tags") == ([1] if found["code"] == "DL100" else None)
     names = {d["code"]: d["data"]["name"] for d in diagnostics}
     assert names["DL001"] == "cuda-call" and names["DL100"] == "unused-noqa"
+
+
+def test_per_file_ignores_apply_as_in_the_command(server, project):
+    text = "import torch\nx = torch.load('a.pt')\ny = torch.zeros(2).cuda()\n"
+    _, diagnostics = opened(server, project, "legacy/old.py", text)
+    assert [d["code"] for d in diagnostics] == ["DL002"]
+    assert ranges(diagnostics) == expected_ranges(project, "legacy/cli_old.py", text)
 
 
 def test_a_safe_quick_fix_gives_the_text_of_fix(server, project):

@@ -40,7 +40,14 @@ def config_for(path: str) -> tuple[Config, str | None]:
 
 
 def check(path: str, text: str, config: Config) -> Outcome:
-    result = check_source(path, source_bytes(text), replace(config, fix=False, add_noqa=False))
+    return _checked(path, source_bytes(text), config)
+
+
+def _checked(path: str, data: bytes, config: Config) -> Outcome:
+    if len(data) > config.max_file_size:  # as `devlint` skips it (runner): a notice, no findings
+        return Outcome(notice=f"skipped: {len(data)} bytes, over the size limit ({config.max_file_size}; "
+                              "see max-file-size)")
+    result = check_source(path, data, replace(config, fix=False, add_noqa=False))
     return Outcome(result.findings, result.error, result.notice, _paths(result.dependencies))
 
 
@@ -118,8 +125,7 @@ def notebook_bytes(cells: list[tuple[bool, str]]) -> bytes:
 
 def check_notebook(path: str, cells: list[tuple[bool, str]], config: Config) -> Outcome:
     """Findings carry their cell (1-based among all cells) and lines within it."""
-    result = check_source(path, notebook_bytes(cells), replace(config, fix=False, add_noqa=False))
-    return Outcome(result.findings, result.error, result.notice, _paths(result.dependencies))
+    return _checked(path, notebook_bytes(cells), config)
 
 
 def fix_notebook(path: str, cells: list[tuple[bool, str]], config: Config) -> list[str] | None:
