@@ -211,6 +211,15 @@ def test_a_syntax_error_is_one_diagnostic_and_the_server_goes_on(server, project
     assert sorted((d["severity"], d.get("code")) for d in both) == [(1, None), (2, "DL017")]
 
 
+def test_a_document_in_another_language_is_not_checked(server, project):
+    server.notify("textDocument/didOpen", {"textDocument": {"uri": uri(project, "notes.toml"), "languageId": "toml",
+                                                            "version": 1, "text": "x = (\n"}})
+    document, diagnostics = opened(server, project, "after_toml.py", "import torch\n")
+    assert diagnostics == []
+    assert not any(m["method"] == "textDocument/publishDiagnostics" and m["params"]["uri"].endswith("notes.toml")
+                   for m in server.pending)
+
+
 def test_close_clears_the_diagnostics(server, project):
     document, diagnostics = opened(server, project, "close.py", BUGS)
     assert diagnostics

@@ -148,13 +148,17 @@ def initialized(ls: DevlintServer, params: types.InitializedParams) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: DevlintServer, params: types.DidOpenTextDocumentParams) -> None:
-    if ls.workspace.get_notebook_document(cell_uri=params.text_document.uri) is None:
-        ls.store().opened(ls.text_snapshot(params.text_document.uri))
+    document = params.text_document
+    # A client that sends every document (a pyproject.toml, a README) gets findings for Python only.
+    python = document.language_id == "python" or (_path(document.uri) or "").endswith((".py", ".pyi"))
+    if python and ls.workspace.get_notebook_document(cell_uri=document.uri) is None:
+        ls.store().opened(ls.text_snapshot(document.uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: DevlintServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.store().changed(ls.text_snapshot(params.text_document.uri))
+    if params.text_document.uri in ls.store().latest:
+        ls.store().changed(ls.text_snapshot(params.text_document.uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
