@@ -107,8 +107,10 @@ def main() -> int:
         started = time.process_time()
         lint.check("big.py", text, config)
         cpu.append(time.process_time() - started)
-    print(f"{text.count(chr(10))} lines, {len(first)} diagnostics; first diagnostics after didOpen: {opened * 1000:.0f} ms")
-    print(f"didChange -> publishDiagnostics over {len(times)} changes (debounce {args.debounce * 1000:.0f} ms included): "
+    print(f"{text.count(chr(10))} lines, {len(first)} diagnostics; "
+          f"first diagnostics after didOpen: {opened * 1000:.0f} ms")
+    print(f"didChange -> publishDiagnostics over {len(times)} changes "
+          f"(debounce {args.debounce * 1000:.0f} ms included): "
           f"median {statistics.median(times) * 1000:.0f} ms, min {min(times) * 1000:.0f} ms, "
           f"max {max(times) * 1000:.0f} ms")
     print(f"`devlint big.py --no-cache` on the same text: median {statistics.median(command) * 1000:.0f} ms; "

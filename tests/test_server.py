@@ -139,7 +139,8 @@ def test_per_file_ignores_apply_as_in_the_command(server, project):
 
 def test_a_safe_quick_fix_gives_the_text_of_fix(server, project):
     document, diagnostics = opened(server, project, "quick.py", BUGS)
-    actions = actions_at(server, document, 15, diagnostics=diagnostics)  # model = Net().cuda(): needs a device definition too
+    # model = Net().cuda(): the fix needs a device definition too
+    actions = actions_at(server, document, 15, diagnostics=diagnostics)
     fix = next(a for a in actions if a["title"].startswith("DL001:"))
     assert fix["kind"] == "quickfix" and fix["isPreferred"] is True
     assert fix["diagnostics"][0]["code"] == "DL001"
@@ -149,10 +150,12 @@ def test_a_safe_quick_fix_gives_the_text_of_fix(server, project):
 
 def test_an_unsafe_fix_is_labelled_and_a_display_only_one_is_not_offered(server, project):
     document, diagnostics = opened(server, project, "unsafe.py", BUGS)
-    unsafe = next(a for a in actions_at(server, document, 12, diagnostics=diagnostics) if a["title"].startswith("DL010"))
+    unsafe = next(a for a in actions_at(server, document, 12, diagnostics=diagnostics)
+                  if a["title"].startswith("DL010"))
     assert "(unsafe)" in unsafe["title"] and not unsafe.get("isPreferred")
     fixed = apply_workspace_edit({document: BUGS}, unsafe["edit"])[document]
-    assert fixed == cli(project, "unsafe.py", BUGS, "--fix", "--unsafe-fixes", "--select", "DL010", "--ignore", "DL100")[2]
+    command = cli(project, "unsafe.py", BUGS, "--fix", "--unsafe-fixes", "--select", "DL010", "--ignore", "DL100")
+    assert fixed == command[2]
     display_only = actions_at(server, document, 20, diagnostics=diagnostics)  # DL007's device_ids=[0, 1]
     assert [a["title"] for a in display_only if a["kind"] == "quickfix"] == ["Disable DL007 for this line"]
 
@@ -169,7 +172,8 @@ def test_fix_all_is_fix(server, project):
 
 def test_disable_for_this_line_writes_what_add_noqa_writes(server, project):
     document, diagnostics = opened(server, project, "noqa.py", BUGS)
-    action = next(a for a in actions_at(server, document, 16, diagnostics=diagnostics) if a["title"] == "Disable DL002 for this line")
+    action = next(a for a in actions_at(server, document, 16, diagnostics=diagnostics)
+                  if a["title"] == "Disable DL002 for this line")
     fixed = apply_workspace_edit({document: BUGS}, action["edit"])[document]
     added = cli(project, "noqa.py", BUGS, "--add-noqa", "--select", "DL002", "--ignore", "DL100")[2]
     assert fixed == added and fixed.splitlines()[16].endswith("# noqa: DL002")
@@ -197,6 +201,9 @@ def test_a_change_is_published_for_its_version_only(server, project):
     server.change(document, "import torch\n", 4)
     assert server.diagnostics(document, version=4) == []
     assert not any(m["params"]["uri"] == document and m["params"].get("version") == 3 for m in server.pending)
+    # Saving checks again at once (the disk's other files may have changed): the same version's findings.
+    server.notify("textDocument/didSave", {"textDocument": {"uri": document}})
+    assert server.diagnostics(document, version=4, timeout=5) == []
 
 
 def test_a_syntax_error_is_one_diagnostic_and_the_server_goes_on(server, project):

@@ -23,7 +23,8 @@ def hover(text: str, findings: list[lint.Finding], position: types.Position, enc
         for match in _CODE.finditer(directive):
             start, end = span[0] + match.start(), span[0] + match.end()
             if start <= column <= end:
-                return _documentation(match.group(), types.Range(lines.to_client(line, start), lines.to_client(line, end)))
+                where = types.Range(lines.to_client(line, start), lines.to_client(line, end))
+                return _documentation(match.group(), where)
         return None
     for finding in findings:
         if finding.cell == cell and (finding.start.line, finding.start.column) <= (line, column) \

@@ -83,7 +83,8 @@ def rule_documentation(code: str) -> str | None:
     rule = RULES_BY_CODE.get(code.upper())
     if rule is None:
         return None
-    return f"# {rule.code} {rule.name}\n\n{rule.documentation().strip()}\n\n[{rule.code} on the web]({rule_url(rule.code)})"
+    link = f"[{rule.code} on the web]({rule_url(rule.code)})"
+    return f"# {rule.code} {rule.name}\n\n{rule.documentation().strip()}\n\n{link}"
 
 
 def noqa_span(text: str, line: int) -> tuple[int, int] | None:

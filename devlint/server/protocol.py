@@ -77,7 +77,8 @@ class DevlintServer(LanguageServer):
                 self._log(f"devlint: {snapshot.path or snapshot.uri}: {outcome.notice}")
             return Analysis(outcome, config, outcome.depends_on)
         except Exception as exc:  # a bug in devlint must not take the server down
-            self._log(f"devlint: internal error on {snapshot.uri}: {type(exc).__name__}: {exc}", types.MessageType.Error)
+            self._log(f"devlint: internal error on {snapshot.uri}: {type(exc).__name__}: {exc}",
+                      types.MessageType.Error)
             return Analysis(lint.Outcome(), None)
 
     # -- on the message loop ---------------------------------------------------------------------------
