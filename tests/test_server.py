@@ -252,6 +252,16 @@ def test_an_open_buffer_is_what_other_files_see(server, project):
     assert server.diagnostics(document, version=1) == []
 
 
+def test_a_file_changed_on_disk_checks_its_dependents_again(server, project):
+    (project / "factory.py").write_text("import torch\n\n\ndef make():\n    return torch.zeros(3)\n")
+    document, diagnostics = opened(server, project, "uses_factory.py",
+                                   "from factory import make\n\nt = make()\nt.cpu()\n")
+    assert [d["code"] for d in diagnostics] == ["DL003"]
+    (project / "factory.py").write_text("def make():\n    return [1]\n")
+    server.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": uri(project, "factory.py"), "type": 2}]})
+    assert server.diagnostics(document, version=1) == []
+
+
 def test_bad_settings_are_one_message_and_a_fixed_file_is_reloaded(server, project):
     folder = project / "bad"
     folder.mkdir()
