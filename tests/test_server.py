@@ -168,6 +168,12 @@ def test_fix_all_is_fix(server, project):
     assert fixed == cli(project, "fixall.py", BUGS, "--fix")[2] != BUGS
     quick = actions_at(server, document, 15, only=["quickfix"], diagnostics=diagnostics)
     assert quick and all(a["kind"] == "quickfix" for a in quick)
+    # The light bulb (asked at each cursor move, triggerKind Automatic) is not given a whole --fix run.
+    bulb = server.request("textDocument/codeAction", {
+        "textDocument": {"uri": document}, "range": {"start": {"line": 15, "character": 0},
+                                                      "end": {"line": 15, "character": 0}},
+        "context": {"diagnostics": [], "triggerKind": 2}})
+    assert bulb is None or all(a["kind"] == "quickfix" for a in bulb)
 
 
 def test_disable_for_this_line_writes_what_add_noqa_writes(server, project):

@@ -61,7 +61,10 @@ def code_actions(snapshot: Snapshot, outcome: lint.Outcome, config: lint.Config,
                 edit = _edit(uri, version, lines.edits_to(lint.disable_line(text, finding)), request)
                 actions.append(types.CodeAction(title=f"Disable {finding.code} for this line",
                                                 kind=types.CodeActionKind.QuickFix, diagnostics=[shown], edit=edit))
-    if _wanted(FIX_ALL, only) and any(_safe(f) for f in outcome.findings):
+    # Fix all is a whole `--fix` run (seconds on a big file): offered when asked for by kind (on save) or from
+    # a menu the user opened, not for the light bulb an editor asks about at every cursor move.
+    asked_for = only is not None or request.params.context.trigger_kind != types.CodeActionTriggerKind.Automatic
+    if asked_for and _wanted(FIX_ALL, only) and any(_safe(f) for f in outcome.findings):
         edit = _fix_all_edit(snapshot, config, request)
         if edit is not None:
             actions.append(types.CodeAction(title="Fix all devlint problems (safe fixes)", kind=FIX_ALL, edit=edit))
@@ -82,14 +85,30 @@ def _fix_action(snapshot, finding, config, shown, lines: Lines, request: Request
                                                           lines.edits_to(fixed), request))
 
 
+_FIXED: dict[str, tuple[Snapshot, object]] = {}  # uri -> (the version fixed, its fix-all text or sources)
+
+
+def _fixed_once(snapshot: Snapshot, compute):
+    """Fix all's result for this version, computed once (a save asks again for the text it just fixed)."""
+    known = _FIXED.get(snapshot.uri)
+    if known is None or known[0] is not snapshot:
+        known = _FIXED[snapshot.uri] = (snapshot, compute())
+    return known[1]
+
+
+def forget(uri: str) -> None:
+    _FIXED.pop(uri, None)
+
+
 def _fix_all_edit(snapshot: Snapshot, config: lint.Config, request: Request) -> types.WorkspaceEdit | None:
     if not snapshot.is_notebook:
-        fixed = lint.fix_all(snapshot.path or "-", snapshot.text, config)
+        fixed = _fixed_once(snapshot, lambda: lint.fix_all(snapshot.path or "-", snapshot.text, config))
         if fixed is None:
             return None
         return _edit(snapshot.uri, snapshot.version, Lines(snapshot.text, request.encoding).edits_to(fixed), request)
     path = snapshot.path or "untitled.ipynb"
-    sources = lint.fix_notebook(path, [(code, text) for _, code, text in snapshot.cells], config)
+    sources = _fixed_once(snapshot, lambda: lint.fix_notebook(path, [(code, text) for _, code, text in snapshot.cells],
+                                                              config))
     if sources is None:
         return None
     changes = {}

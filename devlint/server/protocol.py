@@ -172,6 +172,7 @@ def did_save(ls: DevlintServer, params: types.DidSaveTextDocumentParams) -> None
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.store().closed(params.text_document.uri)
+    ls.store().executor.submit(actions.forget, params.text_document.uri)
     ls.clear(params.text_document.uri)
 
 
@@ -197,6 +198,7 @@ def notebook_save(ls: DevlintServer, params: types.DidSaveNotebookDocumentParams
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
 def notebook_close(ls: DevlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
     ls.store().closed(params.notebook_document.uri)
+    ls.store().executor.submit(actions.forget, params.notebook_document.uri)
     for cell_uri in ls.published_cells.pop(params.notebook_document.uri, ()):
         ls.clear(cell_uri)
 
