@@ -269,6 +269,14 @@ class _Progress:
             self.stream.flush()
 
 
+def config_for(path: str) -> Config:
+    """The Config that `devlint PATH` checks PATH with: the nearest [tool.devlint], no command-line
+    options (for the flake8 plugin). Raises ConfigError."""
+    config = _merge({}, settings.resolve([path], None, False), False)[0]
+    config.codes()
+    return config
+
+
 def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
     """CLI options win over [tool.devlint]; returns (Config, output format, exclude, extend-exclude)."""
     values = file_settings.values
@@ -317,15 +325,6 @@ def _merge(options: dict, file_settings: settings.FileSettings, fix: bool):
     )
     exclude = values.get("exclude")
     return config, output_format, exclude, tuple(values.get("extend-exclude", ()))
-
-
-def resolve_config(paths: list[str]) -> tuple[Config, str | None]:
-    """The Config `devlint PATHS` uses with no options (the nearest pyproject.toml's [tool.devlint],
-    checked as a run checks it) and the file it came from: the language server's settings."""
-    file_settings = settings.resolve(paths, None, False)
-    config = _merge({}, file_settings, False)[0]
-    config.codes()
-    return config, file_settings.path
 
 
 def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, exit_zero: bool,

@@ -26,7 +26,7 @@ class Configurations:
         """The document's Config; None (after one message) when its settings are broken."""
         where = path or self.root() or os.getcwd()  # an untitled buffer: the workspace's settings
         try:
-            return lint.config_for(where)[0]
+            return lint.config_for(where)
         except lint.ConfigError as exc:
             message = f"devlint: {exc}"
             with self._lock:

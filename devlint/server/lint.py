@@ -12,7 +12,7 @@ import json
 import tokenize
 from dataclasses import dataclass, field, replace
 
-from devlint.cli import resolve_config
+from devlint.cli import config_for  # noqa: F401 (re-exported: the Config `devlint FILE` uses, or ConfigError)
 from devlint.config import Config, ConfigError  # noqa: F401 (re-exported for the server)
 from devlint.docs import rule_url  # noqa: F401 (re-exported)
 from devlint.engine import apply_fix, check_source, insert_noqa, noqa_line, project_view
@@ -31,12 +31,6 @@ class Outcome:
     error: FileError | None = None  # a syntax error (or another reason the text was not checked)
     notice: str | None = None  # checked in part, or skipped
     depends_on: frozenset = frozenset()  # other files whose contents the findings rest on
-
-
-def config_for(path: str) -> tuple[Config, str | None]:
-    """(the Config, the pyproject.toml it came from) for a file or folder, exactly as the CLI resolves
-    it; raises ConfigError with the CLI's message."""
-    return resolve_config([path])
 
 
 def check(path: str, text: str, config: Config) -> Outcome:
