@@ -207,9 +207,14 @@ def test_a_change_is_published_for_its_version_only(server, project):
     server.change(document, "import torch\n", 4)
     assert server.diagnostics(document, version=4) == []
     assert not any(m["params"]["uri"] == document and m["params"].get("version") == 3 for m in server.pending)
+    # An incremental change (a range and its new text), as editors send them: the server applies it.
+    server.notify("textDocument/didChange", {"textDocument": {"uri": document, "version": 5}, "contentChanges": [
+        {"range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}},
+         "text": "z = torch.ones(1).cuda()\n"}]})
+    assert [(d["code"], d["range"]["start"]["line"]) for d in server.diagnostics(document, version=5)] == [("DL001", 1)]
     # Saving checks again at once (the disk's other files may have changed): the same version's findings.
     server.notify("textDocument/didSave", {"textDocument": {"uri": document}})
-    assert server.diagnostics(document, version=4, timeout=5) == []
+    assert [d["code"] for d in server.diagnostics(document, version=5, timeout=5)] == ["DL001"]
 
 
 def test_a_syntax_error_is_one_diagnostic_and_the_server_goes_on(server, project):
@@ -312,6 +317,12 @@ def test_notebook_cells_then_a_clean_shutdown(project):
         texts = apply_workspace_edit({u: t for u, (_, t) in zip(cell_uris, cells)}, fix_all["edit"])
         _, _, fixed = cli(project, "nb.ipynb", source, "--fix")
         assert [texts[u] for u in cell_uris] == ["".join(c["source"]) for c in json.loads(fixed)["cells"]]
+        # A cell edited in the notebook: its findings follow.
+        client.notify("notebookDocument/didChange", {
+            "notebookDocument": {"uri": notebook, "version": 2},
+            "change": {"cells": {"textContent": [{"document": {"uri": cell_uris[2], "version": 2}, "changes": [
+                {"text": "x = torch.zeros(2)\n"}]}]}}})
+        assert client.diagnostics(cell_uris[2]) == []
         assert client.shutdown() == 0
         assert b"Traceback" not in client.process.stderr.read()
         assert not (project / ".devlint_cache").exists()  # the server writes nothing (no cache either)
