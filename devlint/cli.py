@@ -480,6 +480,14 @@ def rule(code: str | None, show_all: bool) -> None:
     click.echo(f"# {found.code} {found.name}\n\n{found.documentation()}")
 
 
+@main.command()
+def server() -> None:
+    """Run the language server (LSP over stdio) for editors; needs `pip install 'devlint[server]'`."""
+    from devlint.server import main as serve  # imports pygls only when it is installed
+
+    serve()
+
+
 def _top_level_module_exists(module: str) -> bool:
     """Whether MODULE's top-level package can be found from here (as `python -m` looks: the current
     directory first); the top level only, so that no package's code runs before the virtual GPU does."""

@@ -235,10 +235,20 @@ def add_noqa_text(text: str, config: Config, rules: tuple | None = None, project
     by_line: dict[int, set[str]] = {}
     for finding in lint_text(text, config, rules, project):
         if finding.code != UnusedNoqa.code:
-            line = finding.suppress_lines[-1] if finding.suppress_lines else finding.start.line
-            by_line.setdefault(line, set()).add(finding.code)
+            by_line.setdefault(noqa_line(finding), set()).add(finding.code)
     if not by_line:
         return text, 0
+    return insert_noqa(text, by_line), sum(len(c) for c in by_line.values())
+
+
+def noqa_line(finding: Finding) -> int:
+    """The line whose `# noqa` silences the finding: the last line of a multi-line statement."""
+    return finding.suppress_lines[-1] if finding.suppress_lines else finding.start.line
+
+
+def insert_noqa(text: str, by_line: dict[int, set[str]]) -> str:
+    """`# noqa: CODES` on each line given, merged into a directive already there (also the language
+    server's "Disable for this line")."""
     existing = parse_suppressions(text).lines
     pieces = re.split(r"(\r\n|\r|\n)", text)  # lines at even indexes, newlines at odd ones
     for line, codes in by_line.items():
@@ -249,7 +259,17 @@ def add_noqa_text(text: str, config: Config, rules: tuple | None = None, project
         else:
             content = f"{content.rstrip()}  {noqa_comment(sorted(codes), None)}"
         pieces[2 * (line - 1)] = content
-    return "".join(pieces), sum(len(c) for c in by_line.values())
+    return "".join(pieces)
+
+
+def apply_fix(text: str, finding: Finding, config: Config, project=None) -> str | None:
+    """The text with this one finding's fix applied, a device definition included where it needs one
+    (an editor's quick fix); None when the definition has no place in this file."""
+    try:
+        updated, _ = apply_fixes(text, [finding], config.fix_options, apply_edits, define_device, project=project)
+    except UnplaceableDefinition:
+        return None
+    return updated
 
 
 @lru_cache(maxsize=None)

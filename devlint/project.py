@@ -325,6 +325,8 @@ class ProjectIndex:
         self._probes: dict[str, bool] = {}
         # The project's files and what each imports (devlint.importers), listed once per run.
         self.listings: dict[str, list | None] = {}
+        # An editor's unsaved text by path (devlint.server): read in place of the disk's bytes.
+        self.buffers: dict[str, bytes] = {}
 
     def _holds(self, probe: str, path: str, seen: dict | None) -> bool:
         name = f"{probe}:{path}"
@@ -353,6 +355,8 @@ class ProjectIndex:
         return facts
 
     def _read(self, path: str) -> tuple[FileFacts | None, str]:
+        if path in self.buffers:
+            return self._read_buffer(path, self.buffers[path])
         try:
             info = os.stat(path)
         except (OSError, ValueError):
@@ -368,6 +372,14 @@ class ProjectIndex:
         observed = facts.digest if facts is not None else digest(data)  # (a syntax error: still these bytes)
         self._files[path] = ((info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode), facts, observed)
         return facts, observed
+
+    def _read_buffer(self, path: str, data: bytes) -> tuple[FileFacts | None, str]:
+        stamp = ("buffer", digest(data))
+        known = self._files.get(path)
+        if known is None or known[0] != stamp:
+            facts = summarise_file(path, data, self.module_name(path))
+            known = self._files[path] = (stamp, facts, facts.digest if facts is not None else stamp[1])
+        return known[1], known[2]
 
     def module_name(self, path: str, seen: dict | None = None) -> str | None:
         """`pkg.sub.models` for pkg/sub/models.py in packages (folders holding __init__.py)."""
@@ -442,6 +454,16 @@ def forget_probes() -> None:
     if _INDEX is not None:
         _INDEX._probes.clear()
         _INDEX.listings.clear()
+
+
+def set_buffer(path: str, data: bytes | None) -> None:
+    """The language server's hook: `path`'s facts come from an open editor buffer's `data` (None: from
+    the disk again, when the buffer is closed)."""
+    buffers = index().buffers
+    if data is None:
+        buffers.pop(os.path.abspath(path), None)
+    else:
+        buffers[os.path.abspath(path)] = data
 
 
 class ProjectView:
