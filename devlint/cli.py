@@ -27,6 +27,7 @@ from devlint.report import (
     would_fix_line,
 )
 from devlint.runner import check_files
+from devlint.statistics_json import STATISTICS_FORMATS, render_statistics_json
 
 # A fully cached run must not import LibCST (about a third of its time): nothing imported above
 # loads a rule class; `devlint rule` and the checker import them when needed.
@@ -117,6 +118,8 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
         config.codes()
     except ConfigError as exc:
         _fail(str(exc))
+    if statistics and output_format not in STATISTICS_FORMATS:  # as ruff: no silent fallback to text
+        _fail(f"--statistics prints text or json; --output-format {output_format} has no statistics form")
 
     if paths == ["-"]:
         if add_noqa:
@@ -160,7 +163,7 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
             click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
         sys.exit(exit_code(results, len(discovered.errors), exit_zero=True))
     if statistics:
-        rendered = render_statistics(results)
+        rendered = render_statistics_json(results) if output_format == "json" else render_statistics(results)
     else:
         color = output_file is None and _use_color()
         rendered = render(output_format, results, fixing=fix, unsafe_fixes=config.unsafe_fixes,
