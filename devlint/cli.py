@@ -90,7 +90,8 @@ def main() -> None:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Where the result cache lives [default: .devlint_cache in the project root].")
 @click.option("--max-file-size", type=click.IntRange(min=0),
-              help="Skip (with a notice) files larger than this many bytes [default: 1048576].")
+              help="Skip (with a notice) files larger than this many bytes (for a notebook: its code cells) "
+                   "[default: 1048576].")
 @click.version_option(__version__, prog_name="devlint")
 def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, add_noqa, ignore_noqa,
           statistics, config_path, isolated, stdin_filename, jobs, follow_links, no_cache, cache_dir, force_exclude,
