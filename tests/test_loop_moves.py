@@ -199,23 +199,24 @@ for name in sys.argv[1:]:
 def test_the_loop_fix_repairs_the_programs_on_the_virtual_gpu_and_without_cuda(tmp_path):
     pytest.importorskip("torch")
     (tmp_path / "run_all.py").write_text(_RUNNER)
-    (tmp_path / "agnostic").mkdir()
-    for name in PROGRAMS:
-        (tmp_path / name).write_text(textwrap.dedent(PROGRAMS[name]).lstrip())
-        (tmp_path / "agnostic" / name).write_text(textwrap.dedent(AGNOSTIC[name]).lstrip())
+    for folder, programs in (("original", PROGRAMS), ("agnostic", AGNOSTIC), (".", PROGRAMS)):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        for name, text in programs.items():
+            (tmp_path / folder / name).write_text(textwrap.dedent(text).lstrip())
     names = list(PROGRAMS)
-
-    before = run_python(tmp_path, "-m", "devlint", "run", "--virtual-gpu", "run_all.py", *names)
-    assert [line.split()[1:] for line in before.stdout.splitlines()] == [["failed:", "RuntimeError"]] * 2, (
-        before.stdout + before.stderr)  # the original cannot work on a GPU
     fixed = run_python(tmp_path, "-m", "devlint", "--fix", "--no-cache", "--isolated", *names)
     for name in names:
         assert "batch = batch.to(device)" in (tmp_path / name).read_text(), fixed.stdout
     assert "DL013" not in fixed.stdout and "DL003" not in fixed.stdout, fixed.stdout
-    after = run_python(tmp_path, "-m", "devlint", "run", "--virtual-gpu", "run_all.py", *names)
-    assert after.returncode == 0 and "failed" not in after.stdout, after.stdout + after.stderr
-    # one CPU-only run: the fixed programs, then the hand-written ones
+
+    # one run on the virtual GPU: the originals, then the fixed programs
+    gpu = run_python(tmp_path, "-m", "devlint", "run", "--virtual-gpu", "run_all.py",
+                     *(f"original/{n}" for n in names), *names)
+    lines = gpu.stdout.splitlines()
+    assert len(lines) == 4, gpu.stdout + gpu.stderr
+    assert [line.split()[1:] for line in lines[:2]] == [["failed:", "RuntimeError"]] * 2  # cannot work on a GPU
+    # one run with CUDA hidden: the fixed programs, then the hand-written ones; all agree
     hidden = run_python(tmp_path, "run_all.py", *names, *(f"agnostic/{n}" for n in names), CUDA_VISIBLE_DEVICES="")
-    lines = hidden.stdout.splitlines()
-    assert len(lines) == 4 and "failed" not in hidden.stdout, hidden.stdout + hidden.stderr
-    assert lines[:2] == lines[2:] == after.stdout.splitlines()
+    cpu = hidden.stdout.splitlines()
+    assert len(cpu) == 4 and "failed" not in hidden.stdout, hidden.stdout + hidden.stderr
+    assert cpu[:2] == cpu[2:] == lines[2:]
