@@ -34,6 +34,8 @@ SAFE = {
     "enumerate, len() of the container after the loop": H + MODEL + "    total = 0\n"
     "    for i, batch in enumerate(batches):\n        batch.to(device)\n        total += model(batch).sum()\n"
     "    return total / len(batches)\n",
+    "parameters of other functions named alike": H + "model = nn.Linear(3, 1).cuda()\nbatches = [torch.zeros(3)]\n"
+    "for batch in batches:\n    batch.cuda()\n    model(batch)\ndef train(batch, batches):\n    return model(batch), batches\n",
     "an epoch loop around, train and validation loops over one name": H + MODEL + "    val = [torch.ones(3)]\n"
     "    for epoch in range(2):\n        for batch in batches:\n            batch.to(device)\n"
     "            model(batch)\n        for batch in val:\n            print(batch)\n",
@@ -71,6 +73,10 @@ DISPLAY_ONLY = {
     "the container is used earlier in a loop around it": (
         H + MODEL + "    for epoch in range(2):\n        evaluate(batches)\n        for batch in batches:\n"
         "            batch.to(device)\n            model(batch)\n", "`batches` is used after the loop (line 7)"),
+    "a function of the module iterates the container later": (
+        H + "model = nn.Linear(3, 1).cuda()\nbatches = [torch.zeros(3)]\nfor batch in batches:\n    batch.cuda()\n"
+        "    model(batch)\ndef evaluate():\n    for batch in batches:\n        print(batch)\n",
+        "`batches` is used after the loop (line 9)"),
     "a module's parameters": (
         H + "net = nn.Linear(2, 2)\nfor p in net.parameters():\n    p.to(device)\n    print(p)\n",
         "meant to be the module's: `net.to(...)`"),

@@ -123,6 +123,8 @@ def _outside_mentions(ctx: FileContext, loop: cst.For, scope: cst.CSTNode, outer
             continue  # `obj.x` is not `x`; `self.loader.dataset` is counted once, as `self.loader`
         if dotted_name(node) not in names:
             continue
+        if isinstance(node, cst.Name) and _local_elsewhere(ctx, node, loop):
+            continue  # a parameter or local of another function: not the name the loop binds
         if _after(ctx, node, end) or (outer is not None and _within(ctx, node, outer)):
             yield node
 
@@ -138,6 +140,11 @@ def _is_store(ctx: FileContext, node: cst.CSTNode) -> bool:
             isinstance(ancestor, (cst.For, cst.CompFor)) and child is ancestor.target) or (
             isinstance(ancestor, cst.AnnAssign) and child is ancestor.target)
     return False
+
+
+def _local_elsewhere(ctx: FileContext, name: cst.Name, loop: cst.For) -> bool:
+    scope, own = ctx.scope(name), ctx.scope(loop)
+    return scope is not None and own is not None and scope is not own and bool(scope.assignments[name.value])
 
 
 def _within(ctx: FileContext, node: cst.CSTNode, container: cst.CSTNode) -> bool:
