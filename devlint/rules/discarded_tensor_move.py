@@ -89,9 +89,10 @@ class DiscardedTensorMove(Rule):
     No mechanical fix (**display-only**) where re-assignment does not do what the author meant: a
     loop variable whose moves were meant to update the container (nothing reads it later in the
     iteration, or the container or the variable is used after the loop: `for t in tensors: t.to(device)`
-    then `use(tensors)`; re-binding leaves the container unchanged), a parameter attribute of a module
-    (`self.weight = self.weight.to(...)` raises TypeError), `.data`/`.grad`, subscripts, results of
-    calls, and a name the scope does not bind itself (a module-level tensor moved inside a function,
+    then `use(tensors)`; re-binding leaves the container unchanged; a loop over a module's
+    `.parameters()` or `.buffers()`, which meant `model.to(device)`), a parameter attribute of a module
+    (`self.weight = self.weight.to(...)` raises TypeError), `.data`/`.grad`, subscripts, method
+    results of a held tensor (`x.contiguous().cuda()`), and a name the scope does not bind itself (a module-level tensor moved inside a function,
     an outer function's tensor in a closure: the assignment would make it local, and the move before
     it an UnboundLocalError), unless it is declared `global`/`nonlocal` there.
 
