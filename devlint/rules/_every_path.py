@@ -116,12 +116,26 @@ def branch_may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:
             return False
         if isinstance(ancestor, cst.If) and (child is ancestor.body or child is ancestor.orelse):
             other = ancestor.orelse if child is ancestor.body else ancestor.body
-            return other is not None and any(
-                isinstance(n, cst.Name) and n.value == node.value and n is not node
-                and isinstance(ctx.parent(n), cst.AssignTarget) and may_be_run_device(ctx, n)
-                for n in _names(other))
+            others = [n for n in (_names(other) if other is not None else ())
+                      if n.value == node.value and isinstance(ctx.parent(n), cst.AssignTarget)
+                      and may_be_run_device(ctx, n)]
+            values = [ctx.assigned_value(n) for n in [node, *others]]
+            return bool(others) and _literals_allow_the_gpu(values)
         child = ancestor
     return False
+
+
+def _literals_allow_the_gpu(values) -> bool:
+    """As `_derived` judges `a if c else b`: the device literals of both branches together must name the
+    GPU `.cuda()` used (`"cuda"`, `"cuda:0"`) if they name any, and never another GPU."""
+    from devlint.rules._derived import _CUDA_LITERALS, _strings
+    from devlint.syntax import string_value
+
+    literals = [t.strip().lower() for v in values if v is not None
+                for t in (string_value(s) for s in _strings(v)) if t is not None]
+    if any(t.startswith("cuda") and t not in _CUDA_LITERALS for t in literals):
+        return False
+    return not literals or any(t in _CUDA_LITERALS for t in literals)
 
 
 def _names(root: cst.CSTNode):
