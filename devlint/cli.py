@@ -27,6 +27,7 @@ from devlint.report import (
     would_fix_line,
 )
 from devlint.runner import check_files
+from devlint.statistics_json import STATISTICS_FORMATS, render_statistics_json
 
 # A fully cached run must not import LibCST (about a third of its time): nothing imported above
 # loads a rule class; `devlint rule` and the checker import them when needed.
@@ -89,7 +90,8 @@ def main() -> None:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), help="Where the result cache lives [default: .devlint_cache in the project root].")
 @click.option("--max-file-size", type=click.IntRange(min=0),
-              help="Skip (with a notice) files larger than this many bytes [default: 1048576].")
+              help="Skip (with a notice) files larger than this many bytes (for a notebook: its code cells) "
+                   "[default: 1048576].")
 @click.version_option(__version__, prog_name="devlint")
 def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_fixes, add_noqa, ignore_noqa,
           statistics, config_path, isolated, stdin_filename, jobs, follow_links, no_cache, cache_dir, force_exclude,
@@ -117,6 +119,8 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
         config.codes()
     except ConfigError as exc:
         _fail(str(exc))
+    if statistics and output_format not in STATISTICS_FORMATS:  # as ruff: no silent fallback to text
+        _fail(f"--statistics prints text or json; --output-format {output_format} has no statistics form")
 
     if paths == ["-"]:
         if add_noqa:
@@ -160,7 +164,7 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
             click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
         sys.exit(exit_code(results, len(discovered.errors), exit_zero=True))
     if statistics:
-        rendered = render_statistics(results)
+        rendered = render_statistics_json(results) if output_format == "json" else render_statistics(results)
     else:
         color = output_file is None and _use_color()
         rendered = render(output_format, results, fixing=fix, unsafe_fixes=config.unsafe_fixes,

@@ -41,6 +41,7 @@ from devlint.prefilter import TooComplex, parse_quietly
 from devlint.report import PARTLY_CHECKED
 from devlint.rescue import rescue_cells
 from devlint.rules.discarded_tensor_move import MOVES
+from devlint.size_limit import code_size_notice
 
 # Cell magics whose body is Python run by the kernel: the body is checked, the `%%` line masked.
 # Any other cell magic (%%bash, %%html, %%sql, ...) leaves its cell out; %%writefile NAME.py cells
@@ -132,6 +133,9 @@ def check_notebook(path: str, data: bytes, config) -> FileResult:
     language = _language(notebook)
     if language is not None and language.lower() not in ("python", "python3", "ipython", "ipython3"):
         result.notice = f"skipped: not a Python notebook (language: {language})"
+        return result
+    if (too_big := code_size_notice(notebook["cells"], config)) is not None:
+        result.notice = too_big  # (its outputs do not count: devlint.size_limit)
         return result
     rules = config.rules_for(path)
     rescued = rescue_cells(notebook["cells"], config, rules)  # DL017: `x.cuda(async=True)` renamed

@@ -11,6 +11,7 @@ from dataclasses import replace
 from devlint.cache import ResultCache
 from devlint.config import Config
 from devlint.model import FileError, FileResult
+from devlint.size_limit import raw_limit, raw_limit_notice
 from devlint.source import NotWritten, decode, encode, write_fixed
 
 # A fully cached run reads, hashes and reports: it imports neither LibCST (see check_file) nor
@@ -38,13 +39,14 @@ def read(path: str, config: Config) -> tuple[bytes | None, FileResult | None]:
             return None, FileResult(path, error=FileError("is a directory"))
         if not stat.S_ISREG(info.st_mode):
             return None, FileResult(path, error=FileError("not a regular file"))
-        if info.st_size > config.max_file_size:
+        limit = raw_limit(path, config)  # a notebook's code cells are measured once read
+        if info.st_size > limit:
             return None, _too_big(path, info.st_size, config)
         with os.fdopen(os.open(path, _READ_FLAGS), "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None, FileResult(path, error=FileError("not a regular file"))
-            data = handle.read(config.max_file_size + 1)
-        if len(data) > config.max_file_size:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
             return None, _too_big(path, len(data), config)
         return data, None
     except OSError as exc:
@@ -55,8 +57,7 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY
 
 
 def _too_big(path: str, size: int, config: Config) -> FileResult:
-    return FileResult(path, notice=f"skipped: {size} bytes is over the size limit "
-                                   f"({config.max_file_size}; see --max-file-size)")
+    return FileResult(path, notice=raw_limit_notice(path, size, config))
 
 
 def check_file(path: str, config: Config, *, write: bool, data: bytes | None = None) -> FileResult:

@@ -23,8 +23,9 @@ def test_a_guarded_cuda_factory_is_dl018s():
     assert fix(source) == "import torch\nif torch.cuda.is_available():\n    x = torch.zeros(3, device=\"cuda\")\n"
 
 
-def test_a_discarded_move_of_a_factory_is_dl003s_only():
-    assert codes("import torch\ntorch.zeros(3).to(device)\n") == [(2, "DL003")]
+def test_a_discarded_move_of_a_factory_is_nobodys_finding():
+    # a temporary no name holds (a warm-up): not DL003's (issue 23), and not DL018's either
+    assert codes("import torch\ntorch.zeros(3).to(device)\n") == []
 
 
 def test_cuda_of_get_device_keeps_the_tensors_device_even_with_unsafe_fixes():

@@ -253,8 +253,10 @@ def rebinding(ctx: FileContext, node: cst.CSTNode, name: str, inserted: bool) ->
 def _binds_the_run_device(ctx: FileContext, target: cst.CSTNode) -> bool:
     """Is `target` assigned the GPU `.cuda()` uses where CUDA is available: `torch.device("cuda")`,
     `"cuda:0"`, or such a device when `torch.cuda.is_available()`, else anything?"""
+    from devlint.rules._every_path import branch_run_device  # or the CPU on the side without CUDA
+
     value = ctx.assigned_value(target) if isinstance(target, cst.Name) else None
-    return value is not None and _run_device(ctx, value)
+    return value is not None and (_run_device(ctx, value) or branch_run_device(ctx, target, value))
 
 
 def _run_device(ctx: FileContext, value: cst.BaseExpression) -> bool:

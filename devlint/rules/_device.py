@@ -13,8 +13,9 @@ anything that could call the method, nothing else assigns an attribute of that n
 outside the file can subclass the class or reach its instances (`_derived.self_device_failure`), and
 `y.device` of a tensor the moved value is combined with (`derived_device`).
 Certainly bound: an assignment earlier in a block that holds the use
-(not one on a branch, in a loop or in a `try` that may not have run), and no `del` of the name in
-reach. A name bound to anything else (a plain string, a function, an import, a loop variable, a
+(not one on a branch, in a loop or in a `try` that may not have run), or an earlier statement that
+binds it on every path (both branches of an `if`/`else`, a `try` and each handler: `_every_path`,
+where a side of `if torch.cuda.is_available():` may hold the CPU), and no `del` of the name in reach. A name bound to anything else (a plain string, a function, an import, a loop variable, a
 parameter) is never used: the fix becomes display-only, with the reason in its title.
 
 ## Where a definition goes
@@ -81,6 +82,7 @@ import libcst as cst
 
 from devlint.context import FileContext, target_names
 from devlint.rules._binding import library_reason, local_torch_binding
+from devlint.rules._every_path import bound_on_every_path, branch_may_be_run_device, branch_run_device
 from devlint.syntax import dotted_name, is_none, string_value
 
 
@@ -1046,9 +1048,10 @@ def _reuse(ctx: FileContext, node: cst.CSTNode, name: str, loose: bool = False):
 
     if not all(holds_a_device(ctx, a.node) for a in assignments) or _deleted(ctx, node, name):
         return None
-    if any(_dominates(ctx, a, node) for a in assignments):
+    if any(_dominates(ctx, a, node) for a in assignments) or bound_on_every_path(ctx, node, assignments):
         # reused only where every binding that may reach here is the run's device (`loose`: may be)
-        proven = (lambda a: may_be_run_device(ctx, a.node)) if loose else (lambda a: _is_device_binding(ctx, a))
+        proven = (lambda a: may_be_run_device(ctx, a.node) or branch_may_be_run_device(ctx, a.node)) if loose \
+            else (lambda a: _is_device_binding(ctx, a))
         return (name, False) if all(proven(a) for a in assignments) else None
     if all(a.scope is scope.globals for a in assignments):
         return _MODULE_MAYBE
@@ -1370,7 +1373,7 @@ def _is_device_binding(ctx: FileContext, assignment) -> bool:
     from devlint.rules._derived import run_device_value
 
     value = _bound_value(ctx, assignment.node)
-    return value is not None and run_device_value(ctx, value)
+    return value is not None and (run_device_value(ctx, value) or branch_run_device(ctx, assignment.node, value))
 
 
 def _bound_value(ctx: FileContext, node: cst.CSTNode) -> cst.BaseExpression | None:

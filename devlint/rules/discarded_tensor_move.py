@@ -5,6 +5,7 @@ import libcst as cst
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._kinds import MODULE, MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
+from devlint.rules._loop_moves import enclosing_loop, is_temporary, iteration_failure
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "long", "int", "bool", "type", "detach"})
@@ -20,6 +21,10 @@ class DiscardedTensorMove(Rule):
     `.detach()` on a receiver known to be a **tensor** (also the outermost call of a chain, such as
     `x.to(device).float()`, and a list comprehension used as a statement,
     `[t.to(device) for t in ts]`).
+
+    The receiver is a value something holds: a name, an attribute, a
+    subscript, or a method result of one (`self.w.to(device)`, `batch[0].to(device)`,
+    `x.contiguous().cuda()`); a temporary (a factory's or a call's result no name holds) is not flagged.
 
     The receiver's kind comes from its provenance in the file (see
     `devlint/rules/_kinds.py`): tensor factories and ops, tensor methods, `.weight`/`.bias`/`.data`/
@@ -75,10 +80,19 @@ class DiscardedTensorMove(Rule):
     (`print(x)`, `model(x)` with a CPU model), a dtype cast (`.half()`, `.to(torch.float16)`, a `.to()`
     whose argument is not recognisably a device) or `.detach()` (they change numerics or autograd
     downstream), and a statement comprehension over a list name (`ts = [t.to(device) for t in ts]`).
+    A `for` loop variable gets the same levels (`for batch in batches: batch.to(device)` then
+    `out = model(batch)`, with `model` moved earlier: **safe**) when every later use is inside the same
+    iteration: the moved value is read later in the loop body, the variable is not read after the
+    loop (nor by a closure, nor earlier in a loop around it), and the iterated container is not used
+    after the loop (`len(...)` of it aside). The re-binding then stays in one pass of the loop, where
+    it is what was meant (and never one that DL013 flags).
     No mechanical fix (**display-only**) where re-assignment does not do what the author meant: a
-    `for` loop variable (the container is unchanged), a parameter attribute of a module
-    (`self.weight = self.weight.to(...)` raises TypeError), `.data`/`.grad`, subscripts, results of
-    calls, and a name the scope does not bind itself (a module-level tensor moved inside a function,
+    loop variable whose moves were meant to update the container (nothing reads it later in the
+    iteration, or the container or the variable is used after the loop: `for t in tensors: t.to(device)`
+    then `use(tensors)`; re-binding leaves the container unchanged; a loop over a module's
+    `.parameters()` or `.buffers()`, which meant `model.to(device)`), a parameter attribute of a module
+    (`self.weight = self.weight.to(...)` raises TypeError), `.data`/`.grad`, subscripts, method
+    results of a held tensor (`x.contiguous().cuda()`), and a name the scope does not bind itself (a module-level tensor moved inside a function,
     an outer function's tensor in a closure: the assignment would make it local, and the move before
     it an UnboundLocalError), unless it is declared `global`/`nonlocal` there.
 
@@ -90,6 +104,8 @@ class DiscardedTensorMove(Rule):
       results of calling a model or a project function (`out = model(x)` then `out.cpu()`); objects
       whose `.to` works in place (`pipe.to("cuda")`, `data.to(device)` for graph batches).
     - Results that are used: `x = x.to(device)`, `return x.cuda()`, `y = x.float()`.
+    - Temporaries, values no name holds: `torch.zeros(1).to(device)` or `model(x).cpu()` as a
+      statement (a deliberate warm-up or synchronisation; nothing can read the moved copy).
 
     ## References
     - [Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
@@ -114,6 +130,9 @@ class DiscardedTensorMove(Rule):
         "import torch\ndef f():\n    x = torch.zeros(3)\n    return x.cuda()\n",
         "import torch\nx = torch.zeros(3)\ny = x.float()\n",
         "import torch\nx = torch.zeros(3)\nx = model(x)\nx.to(device)\n",
+        "import torch\ntorch.zeros(1).to(device)\n",
+        "import torch\nx = torch.zeros(3)\nmodel(x).cpu()\n",
+        "import torch\ntorch.rand(3).cuda()\n",
     )
     INVALID = (
         Invalid(  # the original cannot have worked on a GPU: the model is there, the input is not
@@ -175,7 +194,22 @@ class DiscardedTensorMove(Rule):
             "        self.mask = self.mask.to(device)\n",
             unsafe=True,
         ),
-        Invalid("import torch\ntorch.rand(3).cuda()\n"),
+        Invalid(  # a loop variable read only in its iteration: re-binding is what was meant
+            "import torch, torch.nn as nn\ndef run(device):\n    model = nn.Linear(3, 1).to(device)\n"
+            "    batches = [torch.zeros(3), torch.ones(3)]\n    for batch in batches:\n        batch.to(device)\n"
+            "        out = model(batch)\n",
+            fixed="import torch, torch.nn as nn\ndef run(device):\n    model = nn.Linear(3, 1).to(device)\n"
+            "    batches = [torch.zeros(3), torch.ones(3)]\n    for batch in batches:\n"
+            "        batch = batch.to(device)\n        out = model(batch)\n",
+        ),
+        Invalid(  # meant to update the container, which is used after the loop
+            "import torch\ntensors = [torch.zeros(3)]\nfor t in tensors:\n    t.to(device)\nuse(tensors)\n",
+            fixed="import torch\ntensors = [torch.zeros(3)]\nfor t in tensors:\n    t.to(device)\nuse(tensors)\n",
+        ),
+        Invalid("import torch\nclass M:\n    def f(self, device):\n        self.w = torch.ones(3)\n"
+                "        self.w.to(device)\n"),
+        Invalid("import torch\nbatch = [torch.zeros(3)]\nbatch[0].to(device)\n"),
+        Invalid("import torch\nx = torch.zeros(3)\nx.contiguous().cuda()\n"),
         Invalid("import torch\nx = torch.cat([a, b])\nx.to(device).float()\n",
                 fixed="import torch\nx = torch.cat([a, b])\nx = x.to(device).float()\n", unsafe=True),
     )
@@ -192,8 +226,8 @@ class DiscardedTensorMove(Rule):
         receiver = call.func.value
         if self.ctx.is_imported_module(receiver) or self.ctx.possible_kinds.of(receiver) is not TENSOR:
             return  # settled without scope analysis, as most `model.to(device)` statements are
-        if self.ctx.kinds.of(receiver) is not TENSOR:
-            return
+        if self.ctx.kinds.of(receiver) is not TENSOR or is_temporary(self.ctx, self._chain(call)[0]):
+            return  # a temporary: nothing holds the value (a warm-up), see _loop_moves
         message = self.message.format(method=call.func.attr.value)
         fix = self._comprehension_fix(node, value, call) if isinstance(value, cst.ListComp) else self._fix(node, call)
         self.report(value, message, fix)
@@ -203,6 +237,12 @@ class DiscardedTensorMove(Rule):
         root, methods = self._chain(call)
         title = "Assign the result back"
         target = self._rebindable(root)
+        loop = enclosing_loop(self.ctx, root) if target is None and isinstance(root, cst.Name) else None
+        if loop is not None and self._local(root):
+            failure = iteration_failure(self.ctx, loop, statement, root.value)
+            if failure is not None:
+                return self.display_only(f"{title}: {failure}")
+            target = root.value  # read only in this iteration: re-binding is what was meant
         if target is None:
             return self.display_only(f"{title}: re-binding `{self.ctx.code(root).strip()}` would not do what was meant")
         applicability = Applicability.SAFE if self._could_not_have_worked(statement, call, target) else Applicability.UNSAFE
