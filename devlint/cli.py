@@ -323,10 +323,10 @@ def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, e
                  diff: bool = False, level: int = DEFAULT) -> int:
     """`devlint - [--fix | --diff]`: what editors call. With --fix the fixed source goes to stdout
     (whatever -q / -s say: it is the product, not a message)."""
-    from devlint.engine import check_source
+    from devlint.documents import check_document
 
     data = sys.stdin.buffer.read()
-    result = check_source(filename, data, config)
+    result = check_document(filename, data, config)
     if result.error:
         _say(level, QUIET, error_line(result))
     elif result.notice:

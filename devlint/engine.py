@@ -1,4 +1,5 @@
-"""The core: source text in, findings (and fixed text) out. No disk, no click."""
+"""The core: Python source text in, findings (and fixed text) out. No disk, no click, no document
+kinds: an adapter (devlint.documents) maps a notebook to Python source and calls in here."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import dataclasses
 import hashlib
 import io
 import re
-import sys
 import tokenize
 from functools import lru_cache
 
 import libcst as cst
 
-from devlint.complexity import MAX_DEPTH, THREAD_DEPTH, Unanalysable, cannot_parse, over_limit, run_with_big_stack
+from devlint.complexity import (MAX_DEPTH, THREAD_DEPTH, Unanalysable, cannot_parse, deep_recursion, over_limit,
+                                run_with_big_stack)
 from devlint.config import Config
 from devlint.context import FileContext
 from devlint.fixer import UnplaceableDefinition, apply_edits, apply_fixes, define_device
@@ -27,8 +28,6 @@ from devlint.suppressions import parse as parse_suppressions
 # per call, since overlapping edits wait for the next pass).
 MAX_FIX_PASSES = 6
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-# LibCST's visitors recurse per nesting level; deep (but valid) code needs more than the default.
-RECURSION_LIMIT = 10_000
 
 
 class FixDidNotConverge(Exception):
@@ -36,17 +35,10 @@ class FixDidNotConverge(Exception):
 
 
 def check_source(path: str, data: bytes, config: Config) -> FileResult:
-    """Check (and, with config.fix, fix) one file's bytes. Errors are returned, never raised."""
-    if path.endswith(".ipynb"):
-        from devlint.notebook import check_notebook
+    """Check (and, with config.fix, fix) one Python file's bytes. Errors are returned, never raised.
 
-        try:
-            with _deep_recursion():  # the cells' depth is known only once joined: always a big stack
-                return run_with_big_stack(check_notebook, path, data, config)
-        except Unanalysable as exc:
-            return FileResult(path, notice=str(exc))
-        except Exception as exc:  # as for .py files: one line, never a traceback
-            return FileResult(path, error=FileError(f"internal error: {type(exc).__name__}: {exc}", internal=True))
+    (A notebook is a document of another kind: devlint.documents chooses its adapter, which calls
+    the functions below on the notebook's code.)"""
     result = FileResult(path)
     try:
         decoded = decode(data)
@@ -57,7 +49,7 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
     result.original_source = text
     project = project_view(path)
     try:
-        with _deep_recursion():
+        with deep_recursion():
             if _needs_big_stack(text):
                 findings = run_with_big_stack(_check_text, text, config, path, result, project)
             else:
@@ -360,11 +352,3 @@ def _digest(text: str) -> bytes:
 def unsafe_fix_count(findings: list[Finding]) -> int:
     return sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
 
-
-class _deep_recursion:
-    def __enter__(self):
-        self.previous = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(self.previous, RECURSION_LIMIT))
-
-    def __exit__(self, *exc):
-        sys.setrecursionlimit(self.previous)
