@@ -14,12 +14,11 @@ from devlint.cache import ResultCache, default_directory, settings_key
 from devlint.config import Config, ConfigError, FixOptions, split_codes, validate_codes
 from devlint.files import discover
 from devlint.source import decode, encode
+from devlint.output import OUTPUT_FORMATS, render
 from devlint.report import (
     EXIT_ERROR,
     error_line,
     exit_code,
-    OUTPUT_FORMATS,
-    render,
     render_diff,
     render_fixes,
     render_statistics,
