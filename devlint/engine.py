@@ -19,6 +19,7 @@ from devlint.context import FileContext
 from devlint.fixer import UnplaceableDefinition, apply_edits, apply_fixes, define_device
 from devlint.prefilter import TooComplex, parse_quietly, summarise
 from devlint.model import Applicability, FileError, FileResult, Finding, Fix
+from devlint.rendering import Rendering
 from devlint.source import SourceError, decode
 from devlint.rules.unused_noqa import UnusedNoqa
 from devlint.suppressions import noqa_comment
@@ -190,33 +191,21 @@ def _rule_findings(text: str, config: Config, rules: tuple, project=None) -> lis
 
 
 def _where_edits_land(text: str, module: cst.Module, findings: list[Finding]) -> list[Finding]:
-    """Keep a fix only where LibCST's positions are the original text's.
+    """Keep a fix only where LibCST's positions map onto the original text (devlint.rendering).
 
     LibCST does not render every file byte for byte (`except (E) :` loses its space, a leading form
-    feed disappears), and positions count in its rendering: an edit on such a line would land a few
-    characters off and corrupt the file. Those fixes become display-only.
+    feed disappears), and positions count in its rendering: an edit on a line whose rendering is not
+    the text's would land a few characters off and corrupt the file. Those fixes become display-only.
     """
     if not any(f.fix is not None and f.fix.edits for f in findings):
         return findings
-    rendered = module.code
-    if rendered == text:
+    rendering = Rendering(text, module.code)
+    if rendering.identical:
         return findings
-    import difflib
-
-    original_lines, rendered_lines = _NEWLINE.split(text), _NEWLINE.split(rendered)
-    faithful: set[int] = set()
-    matcher = difflib.SequenceMatcher(a=original_lines, b=rendered_lines, autojunk=False)
-    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
-        if tag == "equal" and a1 == b1:
-            faithful.update(range(a1 + 1, a2 + 1))
-        elif tag == "replace" and a1 == b1 and a2 == b2:
-            # A top-level line's leading form feeds are not rendered; the fixer maps positions past them.
-            faithful.update(a1 + 1 + i for i in range(a2 - a1)
-                            if original_lines[a1 + i].lstrip("\f") == rendered_lines[a1 + i])
     kept = []
     for finding in findings:
         edits = finding.fix.edits if finding.fix is not None else ()
-        if any(line not in faithful for e in edits for line in range(e.start.line, e.end.line + 1)):
+        if any(rendering.span(e.start, e.end) is None for e in edits):
             finding = dataclasses.replace(finding, fix=Fix(finding.fix.title, Applicability.DISPLAY_ONLY))
         kept.append(finding)
     return kept
