@@ -505,7 +505,8 @@ def run(use_virtual_gpu: bool, devices: int, gpu_memory: str | None, module: str
     Under --virtual-gpu, the first device error (mixed devices in an op, .numpy() of a GPU tensor, ...)
     prints the script's file and line, the two devices and the rule that covers it, then exits 1.
     """
-    from devlint.virtual_gpu_runner import parse_memory, run_script  # imports torch only when a script is run
+    from devlint.memory_size import parse_memory
+    from devlint.virtual_gpu_runner import run_script  # imports torch only when a script is run
 
     memory = None
     if gpu_memory is not None:
