@@ -177,8 +177,8 @@ def _refuse_if_changed(path: str, expected: bytes | None, handle=None) -> None:
     if expected is None:
         return
     if handle is None:
-        with open(path, "rb") as handle:
-            current = handle.read()
+        with open(path, "rb") as opened:
+            current = opened.read()
     else:
         current = handle.read()
     if current != expected:
