@@ -8,8 +8,8 @@ off and corrupt the file. `Rendering` answers, for a position or a range of LibC
 the text, or None where the rendering of its lines is not the text's (unmappable): the engine makes
 those fixes display-only, and the fixer refuses to write there.
 
-A line of the rendering is *faithful* when it is the text's line of the same number, or that line
-without the form feeds that start it; positions on it map column for column, past those form feeds.
+A line of the rendering is *faithful* when it is the text's line of the same number, or differs from
+it in form feeds only; positions on it map character for character, past the form feeds.
 A line start maps to the text's line start (before such form feeds) when every line above it is
 the text's line of the same number, even if not byte for byte. No LibCST here: the rendering is
 handed in.
@@ -41,8 +41,8 @@ class Rendering:
         self.text = text
         self.identical = rendered == text
         self._offsets = line_offsets(text)
-        # 1-based line -> form feeds the rendering dropped from its start; lines not in it are not faithful
-        self._shifts: dict[int, int] = {}
+        # 1-based faithful line -> None when it is the text's line, else its columns in the text's line
+        self._lines: dict[int, _Columns | None] = {}
         self._aligned = len(self._offsets)  # lines 1.._aligned are the text's lines of the same number
         if not self.identical:
             self._align(_NEWLINE.split(text), _NEWLINE.split(rendered))
@@ -58,28 +58,27 @@ class Rendering:
                     self._aligned = a2
                 for i in range(a1, a2):
                     if tag == "equal":
-                        self._shifts[i + 1] = 0
-                    elif original[i].lstrip("\f") == rendered[i]:
-                        # A top-level line's leading form feeds are not rendered: positions go past them.
-                        self._shifts[i + 1] = len(original[i]) - len(rendered[i])
+                        self._lines[i + 1] = None
+                    elif original[i].replace("\f", "") == rendered[i].replace("\f", ""):
+                        self._lines[i + 1] = _Columns(original[i], rendered[i])
 
     def faithful(self, line: int) -> bool:
-        return self.identical or line in self._shifts
+        return self.identical or line in self._lines
 
     def span(self, start: Position, end: Position) -> tuple[int, int] | None:
         """The offsets in the text of a range of LibCST's (an insertion when start == end), or None
-        when a line it touches is not faithful. A range that ends at the start of a line ends before
-        the form feeds the rendering dropped there; one that starts (or an insertion) goes after them."""
+        when a line it touches is not faithful. A range that starts (or an insertion) goes after the
+        form feeds the rendering dropped there; one that ends at the start of a line, before them."""
         if self.identical:
             return offset(self._offsets, start), offset(self._offsets, end)
-        if any(line not in self._shifts for line in range(start.line, end.line + 1)):
+        if any(line not in self._lines for line in range(start.line, end.line + 1)):
             return None
-        first = self._offsets[start.line - 1] + self._shifts[start.line] + start.column
+        columns = self._lines[start.line]
+        first = self._offsets[start.line - 1] + (start.column if columns is None else columns.start(start.column))
         if end == start:
             return first, first
-        if end.column == 0:
-            return first, self._offsets[end.line - 1]
-        return first, self._offsets[end.line - 1] + self._shifts[end.line] + end.column
+        columns = self._lines[end.line]
+        return first, self._offsets[end.line - 1] + (end.column if columns is None else columns.end(end.column))
 
     def before(self, position: Position) -> int | None:
         """Where an insertion at `position` goes when it must precede the form feeds the rendering
@@ -89,9 +88,47 @@ class Rendering:
         if position.column == 0:
             aligned = position.line - 1 <= self._aligned and position.line <= len(self._offsets)
             return self._offsets[position.line - 1] if aligned else None
-        if position.line not in self._shifts:
+        if position.line not in self._lines:
             return None
-        return self._offsets[position.line - 1] + self._shifts[position.line] + position.column
+        columns = self._lines[position.line]
+        return self._offsets[position.line - 1] + (position.column if columns is None else columns.end(position.column))
+
+
+class _Columns:
+    """Columns of a rendered line in the text's line, for two lines that differ in form feeds only:
+    LibCST drops one that starts a top-level line or that only some lines of a block have in their
+    indentation, and repeats one the first line of a block has on the block's other lines."""
+
+    def __init__(self, text: str, rendered: str) -> None:
+        self.rendered = rendered
+        self.length = len(text)
+        self.to_text: list[int] = []  # per rendered character: where it (or, for a form feed, what follows) is
+        i = 0
+        for char in rendered:
+            if char == "\f":
+                self.to_text.append(-1)
+                continue
+            while text[i] == "\f":
+                i += 1
+            self.to_text.append(i)
+            i += 1
+        following = len(text)
+        for j in range(len(rendered) - 1, -1, -1):  # a form feed of the rendering: where the next character is
+            if self.to_text[j] < 0:
+                self.to_text[j] = following
+            else:
+                following = self.to_text[j]
+
+    def start(self, column: int) -> int:
+        """Where a range or an insertion starting before rendered column `column` starts: at that
+        character, after the text's form feeds before it (an indentation keeps them)."""
+        return self.to_text[column] if column < len(self.to_text) else self.length
+
+    def end(self, column: int) -> int:
+        """Where a range ending before rendered column `column` ends: right after the character before it."""
+        if column == 0:
+            return 0
+        return self.to_text[column - 1] + (self.rendered[column - 1] != "\f")
 
 
 def position_at(text: str, at: int) -> Position:
