@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from functools import cached_property
 
 from devlint.model import Position
 
@@ -40,17 +41,19 @@ class Rendering:
     def __init__(self, text: str, rendered: str) -> None:
         self.text = text
         self.identical = rendered == text
-        self._offsets = line_offsets(text)
         # 1-based faithful line -> None when it is the text's line, else its columns in the text's line
         self._lines: dict[int, _Columns | None] = {}
-        self._aligned = len(self._offsets)  # lines 1.._aligned are the text's lines of the same number
+        self._aligned = 0  # lines 1.._aligned are the text's lines of the same number (when not identical)
         if not self.identical:
             self._align(_NEWLINE.split(text), _NEWLINE.split(rendered))
+
+    @cached_property
+    def _offsets(self) -> list[int]:
+        return line_offsets(self.text)
 
     def _align(self, original: list[str], rendered: list[str]) -> None:
         import difflib
 
-        self._aligned = 0
         matcher = difflib.SequenceMatcher(a=original, b=rendered, autojunk=False)
         for tag, a1, a2, b1, b2 in matcher.get_opcodes():
             if tag in ("equal", "replace") and a1 == b1 and a2 == b2:
