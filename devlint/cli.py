@@ -14,12 +14,11 @@ from devlint.cache import ResultCache, default_directory, settings_key
 from devlint.config import Config, ConfigError, FixOptions, split_codes, validate_codes
 from devlint.files import discover
 from devlint.source import decode, encode
+from devlint.output import OUTPUT_FORMATS, render
 from devlint.report import (
     EXIT_ERROR,
     error_line,
     exit_code,
-    OUTPUT_FORMATS,
-    render,
     render_diff,
     render_fixes,
     render_statistics,
@@ -335,10 +334,10 @@ def _check_stdin(config: Config, filename: str, output_format: str, fix: bool, e
                  diff: bool = False, level: int = DEFAULT) -> int:
     """`devlint - [--fix | --diff]`: what editors call. With --fix the fixed source goes to stdout
     (whatever -q / -s say: it is the product, not a message)."""
-    from devlint.engine import check_source
+    from devlint.documents import check_document
 
     data = sys.stdin.buffer.read()
-    result = check_source(filename, data, config)
+    result = check_document(filename, data, config)
     if result.error:
         _say(level, QUIET, error_line(result))
     elif result.notice:
@@ -526,7 +525,8 @@ def run(use_virtual_gpu: bool, devices: int, gpu_memory: str | None, module: str
     Under --virtual-gpu, the first device error (mixed devices in an op, .numpy() of a GPU tensor, ...)
     prints the script's file and line, the two devices and the rule that covers it, then exits 1.
     """
-    from devlint.virtual_gpu_runner import parse_memory, run_script  # imports torch only when a script is run
+    from devlint.memory_size import parse_memory
+    from devlint.virtual_gpu_runner import run_script  # imports torch only when a script is run
 
     memory = None
     if gpu_memory is not None:

@@ -29,12 +29,15 @@ from __future__ import annotations
 import ast
 import io
 import re
+import sys
 import threading
 import tokenize
 
 MAX_DEPTH = 2_000  # LibCST levels; over this a file is skipped with a notice
 THREAD_DEPTH = 200  # over this, parse and analyse on a thread with a big stack
 STACK_SIZE = 512 * 1024 * 1024
+# LibCST's visitors recurse per nesting level; deep (but valid) code needs more than the default.
+RECURSION_LIMIT = 10_000
 
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
@@ -134,3 +137,14 @@ def run_with_big_stack(function, *args):
     if ok:
         return value
     raise value
+
+
+class deep_recursion:
+    """Raise the interpreter's recursion limit to RECURSION_LIMIT inside the block."""
+
+    def __enter__(self):
+        self.previous = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(self.previous, RECURSION_LIMIT))
+
+    def __exit__(self, *exc):
+        sys.setrecursionlimit(self.previous)

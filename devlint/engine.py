@@ -1,4 +1,5 @@
-"""The core: source text in, findings (and fixed text) out. No disk, no click."""
+"""The core: Python source text in, findings (and fixed text) out. No disk, no click, no document
+kinds: an adapter (devlint.documents) maps a notebook to Python source and calls in here."""
 
 from __future__ import annotations
 
@@ -6,18 +7,19 @@ import dataclasses
 import hashlib
 import io
 import re
-import sys
 import tokenize
 from functools import lru_cache
 
 import libcst as cst
 
-from devlint.complexity import MAX_DEPTH, THREAD_DEPTH, Unanalysable, cannot_parse, over_limit, run_with_big_stack
+from devlint.complexity import (MAX_DEPTH, THREAD_DEPTH, Unanalysable, cannot_parse, deep_recursion, over_limit,
+                                run_with_big_stack)
 from devlint.config import Config
 from devlint.context import FileContext
 from devlint.fixer import UnplaceableDefinition, apply_edits, apply_fixes, define_device
 from devlint.prefilter import TooComplex, parse_quietly, summarise
 from devlint.model import Applicability, FileError, FileResult, Finding, Fix
+from devlint.rendering import Rendering
 from devlint.source import SourceError, decode
 from devlint.rules.unused_noqa import UnusedNoqa
 from devlint.suppressions import noqa_comment
@@ -27,8 +29,6 @@ from devlint.suppressions import parse as parse_suppressions
 # per call, since overlapping edits wait for the next pass).
 MAX_FIX_PASSES = 6
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-# LibCST's visitors recurse per nesting level; deep (but valid) code needs more than the default.
-RECURSION_LIMIT = 10_000
 
 
 class FixDidNotConverge(Exception):
@@ -36,17 +36,10 @@ class FixDidNotConverge(Exception):
 
 
 def check_source(path: str, data: bytes, config: Config) -> FileResult:
-    """Check (and, with config.fix, fix) one file's bytes. Errors are returned, never raised."""
-    if path.endswith(".ipynb"):
-        from devlint.notebook import check_notebook
+    """Check (and, with config.fix, fix) one Python file's bytes. Errors are returned, never raised.
 
-        try:
-            with _deep_recursion():  # the cells' depth is known only once joined: always a big stack
-                return run_with_big_stack(check_notebook, path, data, config)
-        except Unanalysable as exc:
-            return FileResult(path, notice=str(exc))
-        except Exception as exc:  # as for .py files: one line, never a traceback
-            return FileResult(path, error=FileError(f"internal error: {type(exc).__name__}: {exc}", internal=True))
+    (A notebook is a document of another kind: devlint.documents chooses its adapter, which calls
+    the functions below on the notebook's code.)"""
     result = FileResult(path)
     try:
         decoded = decode(data)
@@ -57,7 +50,7 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
     result.original_source = text
     project = project_view(path)
     try:
-        with _deep_recursion():
+        with deep_recursion():
             if _needs_big_stack(text):
                 findings = run_with_big_stack(_check_text, text, config, path, result, project)
             else:
@@ -198,33 +191,21 @@ def _rule_findings(text: str, config: Config, rules: tuple, project=None) -> lis
 
 
 def _where_edits_land(text: str, module: cst.Module, findings: list[Finding]) -> list[Finding]:
-    """Keep a fix only where LibCST's positions are the original text's.
+    """Keep a fix only where LibCST's positions map onto the original text (devlint.rendering).
 
     LibCST does not render every file byte for byte (`except (E) :` loses its space, a leading form
-    feed disappears), and positions count in its rendering: an edit on such a line would land a few
-    characters off and corrupt the file. Those fixes become display-only.
+    feed disappears), and positions count in its rendering: an edit on a line whose rendering is not
+    the text's would land a few characters off and corrupt the file. Those fixes become display-only.
     """
     if not any(f.fix is not None and f.fix.edits for f in findings):
         return findings
-    rendered = module.code
-    if rendered == text:
+    rendering = Rendering(text, module.code)
+    if rendering.identical:
         return findings
-    import difflib
-
-    original_lines, rendered_lines = _NEWLINE.split(text), _NEWLINE.split(rendered)
-    faithful: set[int] = set()
-    matcher = difflib.SequenceMatcher(a=original_lines, b=rendered_lines, autojunk=False)
-    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
-        if tag == "equal" and a1 == b1:
-            faithful.update(range(a1 + 1, a2 + 1))
-        elif tag == "replace" and a1 == b1 and a2 == b2:
-            # A top-level line's leading form feeds are not rendered; the fixer maps positions past them.
-            faithful.update(a1 + 1 + i for i in range(a2 - a1)
-                            if original_lines[a1 + i].lstrip("\f") == rendered_lines[a1 + i])
     kept = []
     for finding in findings:
         edits = finding.fix.edits if finding.fix is not None else ()
-        if any(line not in faithful for e in edits for line in range(e.start.line, e.end.line + 1)):
+        if any(rendering.span(e.start, e.end) is None for e in edits):
             finding = dataclasses.replace(finding, fix=Fix(finding.fix.title, Applicability.DISPLAY_ONLY))
         kept.append(finding)
     return kept
@@ -380,11 +361,3 @@ def _digest(text: str) -> bytes:
 def unsafe_fix_count(findings: list[Finding]) -> int:
     return sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
 
-
-class _deep_recursion:
-    def __enter__(self):
-        self.previous = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(self.previous, RECURSION_LIMIT))
-
-    def __exit__(self, *exc):
-        sys.setrecursionlimit(self.previous)

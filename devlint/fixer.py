@@ -4,7 +4,6 @@ in the function that runs the fix: see devlint.rules._device)."""
 from __future__ import annotations
 
 import bisect
-import difflib
 import re
 import sys
 
@@ -13,6 +12,7 @@ import libcst as cst
 from devlint.context import FileContext, FixOptions
 from devlint.identifiers import identifier, normalized
 from devlint.model import Edit, Finding, Position
+from devlint.rendering import Rendering, line_offsets, position_at
 from devlint.rules._device import (
     MODULE_LEVEL,
     definition_name,
@@ -26,15 +26,6 @@ from devlint.syntax import dotted_name, module_torch_alias
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _INDENT = re.compile(r"[ \t]+")
-
-
-def line_offsets(text: str) -> list[int]:
-    """Offset of the first character of each line (index 0 is line 1), with LibCST's idea of lines."""
-    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
-
-
-def offset(offsets: list[int], position: Position) -> int:
-    return offsets[position.line - 1] + position.column
 
 
 def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=None, define=None,
@@ -220,15 +211,23 @@ def apply_edits(text: str, findings: list[Finding], first: list[Edit] = ()) -> t
     The `first` edits (insertions of definitions) are always applied; a fix that clashes with one
     waits for the next pass.
     """
-    span = _locator(text)
-    chosen: list[tuple[int, int, Edit]] = [(*span(e.start, e.end), e) for e in first]
+    rendering = _rendering(text)
+    chosen: list[tuple[int, int, Edit]] = []
+    for edit in first:
+        span = rendering.span(edit.start, edit.end)
+        if span is None:
+            raise UnplaceableDefinition("the statement holding the fix is on a line LibCST does not render as written")
+        chosen.append((*span, edit))
     taken = _Taken()
     for start, end, _ in chosen:
         taken.add(start, end)
     applied: list[Finding] = []
     for finding in sorted(findings, key=lambda f: (f.start, f.code)):
         assert finding.fix is not None
-        spans = [(*span(e.start, e.end), e) for e in finding.fix.edits]
+        spans = [(rendering.span(e.start, e.end), e) for e in finding.fix.edits]
+        if any(span is None for span, _ in spans):
+            continue  # LibCST's rendering is not the text there (the engine made such fixes display-only)
+        spans = [(*span, e) for span, e in spans]
         if any(taken.overlaps(s, e) for s, e, _ in spans):
             continue  # the next pass picks it up
         chosen.extend(spans)
@@ -246,71 +245,15 @@ def apply_edits(text: str, findings: list[Finding], first: list[Edit] = ()) -> t
     return "".join(pieces), applied
 
 
-def _locator(text: str):
-    """(start, end) offsets in `text` of an edit's positions.
+def _rendering(text: str) -> Rendering:
+    """The map from LibCST's positions to offsets in `text` (devlint.rendering).
 
-    Positions are LibCST's, counted in the code it renders, which is the text but for form feeds:
-    LibCST drops one that starts a top-level line or that only some lines of a block have in their
-    indentation, and repeats one the first line of a block has on the block's other lines. There,
-    offsets go through `rendered_offsets`, and every form feed of the text stays in place.
-    """
-    offsets = line_offsets(text)
-    mapping = None
-    if "\f" in text:
-        rendered = cst.parse_module(text).code
-        if rendered != text:
-            mapping = rendered_offsets(text, rendered)
-            rendered_lines = line_offsets(rendered)
-    if mapping is None:
-        return lambda start, end: (offset(offsets, start), offset(offsets, end))
-
-    def span(start: Position, end: Position) -> tuple[int, int]:
-        first, last = offset(rendered_lines, start), offset(rendered_lines, end)
-        return mapping.start(first), mapping.end(last) if last > first else mapping.start(first)
-
-    return span
-
-
-class _Offsets:
-    """Offsets in LibCST's rendering -> offsets in the text, for renderings that differ in form feeds only."""
-
-    def __init__(self, text: str, rendered: str) -> None:
-        self.rendered = rendered
-        self.to_text: list[int] = []  # per rendered character: where it (or, for a form feed, what follows) is
-        i = 0
-        for char in rendered:
-            if char == "\f":
-                self.to_text.append(-1)
-                continue
-            while text[i] == "\f":
-                i += 1
-            self.to_text.append(i)
-            i += 1
-        following = len(text)
-        for j in range(len(rendered) - 1, -1, -1):  # a form feed of the rendering: where the next character is
-            if self.to_text[j] < 0:
-                self.to_text[j] = following
-            else:
-                following = self.to_text[j]
-        self.length = len(text)
-
-    def start(self, j: int) -> int:
-        """Where a range or an insertion starting before rendered character j starts: at that character,
-        after the text's form feeds before it (an indentation keeps them)."""
-        return self.to_text[j] if j < len(self.to_text) else self.length
-
-    def end(self, j: int) -> int:
-        """Where a range ending before rendered character j ends: right after the character before it."""
-        if j == 0:
-            return 0
-        return self.to_text[j - 1] + (self.rendered[j - 1] != "\f")
-
-
-def rendered_offsets(text: str, rendered: str) -> _Offsets | None:
-    """The offsets of `rendered` in `text`, when the two differ only in form feeds; else None."""
-    if rendered.replace("\f", "") != text.replace("\f", ""):
-        return None
-    return _Offsets(text, rendered)
+    Without a form feed in the text, the rendering differs from it only on lines the engine keeps
+    no fix on (`except (E) :`, a lost last line of blanks), so the text's own offsets are the map
+    and the text need not be parsed again."""
+    if "\f" not in text:
+        return Rendering(text, text)
+    return Rendering(text, cst.parse_module(text).code)
 
 
 class _Taken:
@@ -502,30 +445,13 @@ def _splice_insertion(text: str, roundtrip: str, updated: str) -> str:
     # the same insertion, moved back to the start of its line (`de|vice = ...` before `def f`)
     while prefix > 0 and updated[prefix - 1] != "\n" and updated[prefix - 1] == updated[prefix - 1 + inserted]:
         prefix -= 1
-    if text[:prefix] == roundtrip[:prefix]:
-        at = prefix
-    else:
-        mapping = rendered_offsets(text, roundtrip)
-        if mapping is not None:
-            at = mapping.end(prefix)  # before the form feeds that start the line
-        else:
-            at = _same_line_start(text, roundtrip, prefix)
+    # before the form feeds that start the line, below lines that may differ in content but not in number
+    at = Rendering(text, roundtrip).before(position_at(roundtrip, prefix))
+    if at is None:
+        raise UnplaceableDefinition("the lines before the insertion are not the file's")
     # Regenerating the file instead would change bytes LibCST does not reproduce (`except (E) :`).
     return text[:at] + updated[prefix:prefix + inserted] + text[at:]
 
 
 class UnplaceableDefinition(Exception):
     """The device definition cannot be spliced into the original text without touching other bytes."""
-
-
-def _same_line_start(text: str, roundtrip: str, prefix: int) -> int:
-    """Where line k of `text` starts, for an insertion at the start of line k of LibCST's rendering:
-    the lines before it may differ in content (LibCST drops a space in `except (E) :`) but not in number."""
-    if prefix and roundtrip[prefix - 1] not in "\r\n":
-        raise UnplaceableDefinition("the insertion is not at the start of a line")
-    k = len(_NEWLINE.findall(roundtrip, 0, prefix))
-    before, rendered = _NEWLINE.split(text)[:k], _NEWLINE.split(roundtrip)[:k]
-    matcher = difflib.SequenceMatcher(a=before, b=rendered, autojunk=False)
-    if len(before) != k or any(tag in ("insert", "delete") for tag, *_ in matcher.get_opcodes()):
-        raise UnplaceableDefinition("the lines before the insertion are not the file's")
-    return line_offsets(text)[k]

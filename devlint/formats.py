@@ -100,7 +100,7 @@ def render_full(results: list[FileResult], other_errors: int = 0, other_warnings
 
 
 def _fix_diff(source: str, finding: Finding) -> str:
-    from devlint.fixer import line_offsets, offset  # imports LibCST: only when there is a fix to show
+    from devlint.rendering import line_offsets, offset
 
     offsets = line_offsets(source)
     fixed = source

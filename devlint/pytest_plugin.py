@@ -36,7 +36,7 @@ def pytest_configure(config):
 
     memory = config.getoption("virtual_gpu_memory", default=None)
     if memory is not None:
-        from devlint.virtual_gpu_runner import parse_memory
+        from devlint.memory_size import parse_memory
 
         if parse_memory(memory) is None:
             raise pytest.UsageError(f"--virtual-gpu-memory: not a memory size: {memory!r} (examples: 16GiB, 512MiB)")

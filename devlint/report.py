@@ -1,4 +1,6 @@
-"""Render results: text (one line per finding + summary) and JSON; compute the exit code."""
+"""Render results: text (one line per finding + summary) and JSON; compute the exit code.
+
+The other formats (devlint.formats) build on these pieces; devlint.output chooses among all of them."""
 
 from __future__ import annotations
 
@@ -132,7 +134,7 @@ def render_text(results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, 
     return "\n".join(lines + summary) + "\n"
 
 
-# The end of a notebook's notice when only some of its cells were left out (devlint.notebook).
+# The end of a notebook's notice when only some of its cells were left out (devlint.documents.notebook).
 PARTLY_CHECKED = "(the other cells were checked)"
 
 
@@ -202,30 +204,6 @@ def finding_dict(path: str, finding: Finding) -> dict:
 
 def render_json(results: list[FileResult]) -> str:
     return json.dumps([finding_dict(r.path, f) for r in results for f in r.findings], indent=2) + "\n"
-
-
-OUTPUT_FORMATS = ("text", "json", "full", "json-lines", "github", "gitlab", "junit", "sarif")
-
-
-def render(fmt: str, results: list[FileResult], *, fixing: bool, unsafe_fixes: bool, other_errors: int = 0,
-           other_warnings: int = 0, color: bool = False, show_fixes: bool = False, summary: bool = True,
-           hyperlinks: bool = False) -> str:
-    """`other_errors` / `other_warnings`: see render_text (they shape the summary of text and full).
-    `show_fixes` adds the `Fixed N errors:` block to text (other formats: the caller prints it on stderr).
-    `summary=False` (`-q`) drops the summary of text and full; `hyperlinks` (with `color`) makes each code
-    of text a terminal hyperlink to the rule's page."""
-    if fmt == "json":
-        return render_json(results)
-    if fmt == "text":
-        return render_text(results, fixing=fixing, unsafe_fixes=unsafe_fixes, other_errors=other_errors,
-                           other_warnings=other_warnings, color=color, show_fixes=show_fixes, summary=summary,
-                           hyperlinks=hyperlinks)
-    from devlint import formats  # the CI formats: full, json-lines, github, gitlab, junit, sarif
-
-    if fmt == "full":
-        return formats.render_full(results, other_errors=other_errors, other_warnings=other_warnings,
-                                   summary=summary)
-    return formats.render(fmt, results)
 
 
 def render_statistics(results: list[FileResult]) -> str:

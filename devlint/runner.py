@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from devlint.cache import ResultCache
 from devlint.config import Config
+from devlint.documents import check_document, written_encoding
 from devlint.model import FileError, FileResult
 from devlint.size_limit import raw_limit, raw_limit_notice
 from devlint.source import NotWritten, decode, encode, write_fixed
@@ -62,15 +63,13 @@ def _too_big(path: str, size: int, config: Config) -> FileResult:
 
 def check_file(path: str, config: Config, *, write: bool, data: bytes | None = None) -> FileResult:
     """Check one file (its bytes `data` when given, else read) and, with `write`, write its fixes."""
-    from devlint.engine import check_source  # LibCST is loaded only when something is checked
-
     if data is None:
         data, problem = read(path, config)
         if problem is not None:
             return problem
-    result = check_source(path, data, config)
+    result = check_document(path, data, config)  # LibCST is loaded only when something is checked
     if write and result.fixed_source is not None and result.error is None:
-        encoding = "utf-8" if path.endswith(".ipynb") else decode(data).encoding
+        encoding = written_encoding(path, data)
         try:
             write_fixed(path, encode(result.fixed_source, encoding), expected=data)
         except UnicodeEncodeError as exc:
@@ -84,9 +83,7 @@ def check_file(path: str, config: Config, *, write: bool, data: bytes | None = N
 
 def _not_written(result: FileResult, data: bytes, config: Config, message: str) -> None:
     """A fix that did not reach the disk is no fix: report the file as it still is, with the error."""
-    from devlint.engine import check_source
-
-    unchanged = check_source(result.path, data, replace(config, fix=False, add_noqa=False))
+    unchanged = check_file(result.path, replace(config, fix=False, add_noqa=False), write=False, data=data)
     result.findings = unchanged.findings
     result.fixed_source, result.applied, result.added_noqa = None, [], 0
     result.error = FileError(message)

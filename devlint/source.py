@@ -158,8 +158,7 @@ def _replace(path: str, data: bytes, info: os.stat_result, expected: bytes | Non
 
 def _rewrite_in_place(path: str, data: bytes, expected: bytes | None) -> None:
     with open(path, "r+b") as handle:
-        if expected is not None and handle.read() != expected:
-            raise NotWritten(_CHANGED)
+        _refuse_if_changed(path, expected, handle)
         with _ctrl_c_held():
             handle.seek(0)
             handle.write(data)
@@ -171,12 +170,19 @@ def _rewrite_in_place(path: str, data: bytes, expected: bytes | None) -> None:
 _CHANGED = "changed on disk while devlint was checking it; not written"
 
 
-def _refuse_if_changed(path: str, expected: bytes | None) -> None:
+def _refuse_if_changed(path: str, expected: bytes | None, handle=None) -> None:
+    """The one re-check of both writes, just before each: NotWritten unless the file still holds
+    the bytes devlint read and checked (`expected`; None: not asked). `handle`: the file, already
+    open for reading at its start (a rewrite in place reads through the handle it writes with)."""
     if expected is None:
         return
-    with open(path, "rb") as handle:
-        if handle.read() != expected:
-            raise NotWritten(_CHANGED)
+    if handle is None:
+        with open(path, "rb") as opened:
+            current = opened.read()
+    else:
+        current = handle.read()
+    if current != expected:
+        raise NotWritten(_CHANGED)
 
 
 @contextlib.contextmanager

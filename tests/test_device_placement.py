@@ -17,7 +17,7 @@ import pytest
 
 from devlint.config import Config
 from devlint.context import FileContext
-from devlint.engine import check_source
+from devlint.documents import check_document as check_source
 from devlint.rules import ALL_RULES
 from devlint.rules._device import (
     MODULE_LEVEL,

@@ -367,7 +367,7 @@ def test_notebook_save_and_reload_in_other_cells_not_flagged():
     import json
 
     from devlint.config import Config
-    from devlint.notebook import check_notebook
+    from devlint.documents.notebook import check_notebook
 
     cells = [
         "import torch\nmodel = torch.nn.Linear(2, 1)",

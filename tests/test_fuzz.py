@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from devlint.config import Config
 from devlint.complexity import run_with_big_stack
-from devlint.engine import _deep_recursion, check_source, fixable, lint_text
+from devlint.complexity import deep_recursion as _deep_recursion
+from devlint.engine import check_source, fixable, lint_text
 from devlint.rescue import rescue
 from devlint.source import decode
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from devlint.config import Config
-from devlint.notebook import check_notebook
+from devlint.documents.notebook import check_notebook
 from devlint.rules import ALL_RULES
 from tests.helpers import fix
 from tests.test_notebook import notebook, sources

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from devlint.config import Config
-from devlint.engine import check_source
-from devlint.notebook import cell_source, check_notebook, join_cells
+from devlint.documents import check_document as check_source
+from devlint.documents.notebook import check_notebook
+from devlint.documents.notebook_cells import join_cells
+from devlint.notebook_json import cell_source
 from tests.test_cli import run
 
 nbformat = pytest.importorskip("nbformat")

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from devlint.config import Config, FixOptions
-from devlint.notebook import check_notebook, prepare
+from devlint.documents.notebook import check_notebook
+from devlint.documents.notebook_cells import prepare
 from tests.test_cli import run
 from tests.test_notebook import DEVICE, found, notebook, sources
 

@@ -13,7 +13,8 @@ import pytest
 
 from devlint.complexity import MAX_DEPTH, THREAD_DEPTH
 from devlint.config import Config
-from devlint.engine import check_source, fix_text, lint_text
+from devlint.documents import check_document as check_source
+from devlint.engine import fix_text, lint_text
 from devlint.prefilter import summarise
 
 BUGGY = "import torch\nx = torch.zeros(3).cuda()\n"

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from devlint.cli import config_for  # noqa: F401 (re-exported: the Config `devlint FILE` uses, or ConfigError)
 from devlint.config import Config, ConfigError  # noqa: F401 (re-exported for the server)
 from devlint.docs import rule_url  # noqa: F401 (re-exported)
-from devlint.engine import apply_fix, check_source, insert_noqa, noqa_line, project_view
+from devlint.documents import check_document as check_source
+from devlint.engine import apply_fix, insert_noqa, noqa_line, project_view
 from devlint.model import Applicability, FileError, Finding  # noqa: F401 (re-exported)
 from devlint.notebook_json import source_text
 from devlint.project import forget_probes, set_buffer  # noqa: F401 (re-exported)

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import torch
 
+from devlint.memory_size import parse_memory
 from devlint.virtual_gpu._common import CPU, _dev_error
 
 
 def parse_size(text: str) -> int:
     """'24GiB', '16 GB', '512MiB', '1000000' -> bytes; ValueError with a clear message otherwise."""
-    from devlint.virtual_gpu_runner import parse_memory
-
     n = parse_memory(str(text))
     if n is None:
         raise ValueError(f"not a memory size: {text!r} (examples: 24GiB, 16GB, 512MiB)")
