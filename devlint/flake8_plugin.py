@@ -59,7 +59,7 @@ class DevlintChecker:
 def _config(folder: str):
     """The settings of the files in `folder` (the nearest [tool.devlint] depends on the folder only:
     one read per folder, not per file)."""
-    from devlint.cli import config_for
+    from devlint.options import config_for
 
     return config_for(folder)
 

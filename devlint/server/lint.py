@@ -12,7 +12,7 @@ import json
 import tokenize
 from dataclasses import dataclass, field, replace
 
-from devlint.cli import config_for  # noqa: F401 (re-exported: the Config `devlint FILE` uses, or ConfigError)
+from devlint.options import config_for  # noqa: F401 (re-exported: the Config `devlint FILE` uses, or ConfigError)
 from devlint.config import Config, ConfigError  # noqa: F401 (re-exported for the server)
 from devlint.docs import rule_url  # noqa: F401 (re-exported)
 from devlint.documents import check_document as check_source
