@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import MODULE, MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
+from devlint.rules._kinds import MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
 from devlint.rules._loop_moves import enclosing_loop, is_temporary, iteration_failure
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
