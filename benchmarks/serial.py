@@ -137,6 +137,7 @@ def main() -> int:
     parser.add_argument("--cold-repeat", type=int, default=1, help="runs of each cold run; the best is kept")
     parser.add_argument("--one-file", help="the file of the one-file run (default: the first with `.cuda(`)")
     parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (minutes on a big corpus)")
+    parser.add_argument("--no-torchfix-cold", action="store_true", help="run TorchFix on the one file only")
     args = parser.parse_args()
     if args.jobs < 2:
         parser.error("--jobs must be at least 2")
@@ -188,7 +189,8 @@ def main() -> int:
             print(row(f"check --select F --no-cache ({name})", r))
     if torchfix is not None:
         print(f"torchfix {torchfix}")
-        for name, target, repeat in (("cold", ".", args.cold_repeat), ("one file", one, args.repeat)):
+        runs = (("cold", ".", args.cold_repeat), ("one file", one, args.repeat))
+        for name, target, repeat in runs[1:] if args.no_torchfix_cold else runs:
             peer_rows["torchfix " + name] = r = best(repeat, [torchfix, "--select", "ALL", target], cwd=folder)
             print(row(f"--select ALL ({name})", r))
 
