@@ -60,7 +60,7 @@ def run(command: list[str], env: dict | None = None, cwd: str | None = None) -> 
         env = dict(env or os.environ, DEVLINT_BENCH_CPU=report.name)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+        done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         text = report.read().strip()
@@ -90,8 +90,8 @@ class Tree:
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         if self.tree:
             self.env["PYTHONPATH"] = self.tree
-            probe = subprocess.run([sys.executable, "-c", "import devlint, os; print(os.path.dirname("
-                                    "os.path.dirname(devlint.__file__)))"], env=self.env, cwd="/",
+            where = "import devlint, os; print(os.path.dirname(os.path.dirname(devlint.__file__)))"
+            probe = subprocess.run([sys.executable, "-c", where], env=self.env, cwd="/",
                                    capture_output=True, text=True, check=True)
             if os.path.realpath(probe.stdout.strip()) != os.path.realpath(self.tree):
                 sys.exit(f"{sys.executable} imports devlint from {probe.stdout.strip()}, not {self.tree}: "
