@@ -10,6 +10,7 @@ from devlint.rule import Invalid, Rule
 from devlint.rules._device import device_failure, device_reference, unproven_reference
 from devlint.rules._kinds import MODULE
 from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
+from devlint.rules._receivers import doubt
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
                             name_words, string_value, walk)
 
@@ -61,8 +62,10 @@ class TorchLoadWithoutMapLocation(Rule):
     value (directly, through a name it is bound to, and through string keys such as `ckpt["model"]`)
     and is **safe**, writing `map_location="cpu"`, only when the value's device provably does not
     matter:
-    - it goes into `load_state_dict(...)` (which copies into the tensors where they already live), of a
-      model or an optimizer;
+    - it goes into a `load_state_dict(...)` that copies it into tensors the receiver owns, where they
+      already live: an `nn.Module`'s without `assign=True`, a `torch.optim` optimizer's or LR scheduler's,
+      a `GradScaler`'s (the receiver's kind comes from its provenance: `model = Net()`,
+      `opt = torch.optim.SGD(...)`, a parameter annotated `nn.Module` or `torch.optim.Optimizer`);
     - it is moved explicitly right away: `torch.load(p).to(device)`, `torch.load(p).cuda()`, or
       `model = torch.load(p)` followed by `model.to(device)` / `model.cuda()` of a model used as one;
     - it is read as bookkeeping (`ckpt["epoch"]`, `ckpt["best_acc"]`: numbers, and a 0-dim CPU tensor
@@ -76,9 +79,14 @@ class TorchLoadWithoutMapLocation(Rule):
     - it is not used at all (a local name never read, a thrown-away result).
 
     Everywhere else (a whole model or a tensor used further, a vocabulary or cache object, a name kept
-    at module level) the fix is **unsafe**: `map_location="cpu"` where the value looks like data (a
-    use as CPU data on one path, compared, a whole model called on CPU inputs, whose forward may move
-    them to its weights; a name or path such as `vocab`, `cache`, `features`, `expected`), otherwise
+    at module level) the fix is **unsafe**. So is a `load_state_dict` that may keep the loaded tensors as
+    they are, whose title says why: `assign=True` (or an `assign=` that is not a literal `False`) makes them
+    the module's parameters, on the CPU with `"cpu"`; a class that is not an `nn.Module` (an EMA helper
+    that stores the dict) or a receiver of unknown kind may keep them on the CPU while the rest of the
+    program is on the GPU (seen on an H200: "Expected all tensors to be on the same device"). An unsafe
+    fix writes `map_location="cpu"` where the value looks like data (a use as CPU data on one path,
+    compared, a whole model called on CPU inputs, whose forward may move them to its weights; a name or
+    path such as `vocab`, `cache`, `features`, `expected`), otherwise
     `map_location=device`. Where `device` names something that is not a device, the fix is
     **display-only**.
 
@@ -133,18 +141,20 @@ class TorchLoadWithoutMapLocation(Rule):
     )
     INVALID = (
         Invalid(
-            "import torch\nmodel.load_state_dict(torch.load('m.pt'))\n",
-            fixed="import torch\nmodel.load_state_dict(torch.load('m.pt', map_location=\"cpu\"))\n",
+            "import torch\nmodel = torch.nn.Linear(3, 1)\nmodel.load_state_dict(torch.load('m.pt'))\n",
+            fixed="import torch\nmodel = torch.nn.Linear(3, 1)\nmodel.load_state_dict(torch.load('m.pt', map_location=\"cpu\"))\n",
         ),
         Invalid(
-            "import torch as th\nstate = th.load(path)\nmodel.load_state_dict(state)\n",
-            fixed="import torch as th\nstate = th.load(path, map_location=\"cpu\")\nmodel.load_state_dict(state)\n",
+            "import torch as th\nopt = th.optim.SGD(params, lr=0.1)\nstate = th.load(path)\nopt.load_state_dict(state)\n",
+            fixed="import torch as th\nopt = th.optim.SGD(params, lr=0.1)\nstate = th.load(path, map_location=\"cpu\")\n"
+            "opt.load_state_dict(state)\n",
         ),
         Invalid(
-            "import torch\ncheckpoint = torch.load(path, weights_only=False)\n"
-            "model.load_state_dict(checkpoint['model'])\nepoch = checkpoint['epoch']\n",
-            fixed="import torch\ncheckpoint = torch.load(path, weights_only=False, map_location=\"cpu\")\n"
-            "model.load_state_dict(checkpoint['model'])\nepoch = checkpoint['epoch']\n",
+            "import torch\ndef resume(model: torch.nn.Module, path):\n    checkpoint = torch.load(path, weights_only=False)\n"
+            "    model.load_state_dict(checkpoint['model'])\n    return checkpoint['epoch']\n",
+            fixed="import torch\ndef resume(model: torch.nn.Module, path):\n"
+            "    checkpoint = torch.load(path, weights_only=False, map_location=\"cpu\")\n"
+            "    model.load_state_dict(checkpoint['model'])\n    return checkpoint['epoch']\n",
         ),
         # moved right after: where it was loaded no longer matters
         Invalid(
@@ -191,6 +201,21 @@ class TorchLoadWithoutMapLocation(Rule):
             fixed='import torch\nfrom torch import jit\n\n'
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "m = jit.load('m.pt', map_location=device)\n",
+            unsafe=True,
+        ),
+        # a receiver that may keep the loaded tensors as they are: unsafe, and the title says why
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(3, 1)\nmodel.load_state_dict(torch.load('m.pt'), assign=True)\n",
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model = torch.nn.Linear(3, 1)\nmodel.load_state_dict(torch.load('m.pt', map_location=device), assign=True)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nclass EMA:\n    def load_state_dict(self, state):\n        self.shadow = state\n\n"
+            "ema = EMA()\nema.load_state_dict(torch.load('ema.pt'))\n",
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "class EMA:\n    def load_state_dict(self, state):\n        self.shadow = state\n\n"
+            "ema = EMA()\nema.load_state_dict(torch.load('ema.pt', map_location=device))\n",
             unsafe=True,
         ),
         # saved from a model that went to the GPU: still flagged
@@ -255,6 +280,8 @@ class TorchLoadWithoutMapLocation(Rule):
                 return self.display_only(f'Add `map_location="cpu"` or a torch.device ({device_failure(self.ctx, call)})')
             value, needs_definition = reference
         title = f"Add `map_location={value}`"
+        if applicability is Applicability.UNSAFE and self._doubts:
+            title += f" ({self._doubts[0]})"
         if given is not None:
             edit = self.replace(given.value, value)
         else:
@@ -267,6 +294,7 @@ class TorchLoadWithoutMapLocation(Rule):
         it did without one (each tensor restored where it was saved). Sets `_data_evidence` when a use
         treats it as data (compared, turned into numpy, called on CPU inputs)."""
         self._data_evidence = False
+        self._doubts: list[str] = []
         if self._in_dataset(call):
             return CPU_ONLY  # data-loading code hands CPU tensors to DataLoader workers
         keeps = BOTH
@@ -337,8 +365,13 @@ class TorchLoadWithoutMapLocation(Rule):
         if not isinstance(call, cst.Call):
             return NEITHER
         names = ctx.qualified_names(call.func) | {dotted_name(call.func) or ""}
-        if call.args[0] is arg and any(n.endswith("load_state_dict") for n in names):
-            return BOTH  # copied into the parameters where they already live
+        if (call.args[0] is arg or arg.keyword is not None and arg.keyword.value == "state_dict") and any(
+                n.endswith("load_state_dict") for n in names):
+            reason = doubt(ctx, call)
+            if reason is None:
+                return BOTH  # copied into the receiver's own tensors, where they already live
+            self._doubts.append(reason)
+            return NEITHER
         if any(n.startswith(("numpy.", "np.")) for n in names):
             self._data_evidence = True
             return CPU_ONLY  # numpy converts it: a tensor not on the CPU raises
