@@ -43,16 +43,7 @@ def fixtures(ctx: FileContext) -> "Fixtures":
 
 def fixture_of(ctx: FileContext, param: cst.Param) -> Fixture | None:
     """The fixture a test's (or fixture's) parameter receives, if it can be told."""
-    if "fixture" not in ctx.module.code and "conftest" not in _conftest_hint(ctx):
-        return None
-    return fixtures(ctx).of(param)
-
-
-def _conftest_hint(ctx: FileContext) -> str:
-    # Only a test file (or a conftest) receives fixtures from conftest files.
-    path = getattr(ctx.project, "path", "") or ""
-    name = path.rsplit("/", 1)[-1]
-    return "conftest" if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" else ""
+    return fixtures(ctx).of(param) if fixtures(ctx).may_receive else None
 
 
 def is_fixture(ctx: FileContext, function: cst.FunctionDef) -> bool:
@@ -117,10 +108,19 @@ class Fixtures:
         return found
 
     @cached_property
+    def may_receive(self) -> bool:
+        """Does the file define fixtures, or is it a test file (or conftest.py) that conftest files serve?"""
+        if any("fixture" in (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+               for d in self.ctx.nodes(cst.Decorator)):
+            return True
+        name = (getattr(self.ctx.project, "path", "") or "").replace("\\", "/").rsplit("/", 1)[-1]
+        return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+    @cached_property
     def _generated(self) -> bool:
         """Parameters may come from `pytest_generate_tests` or a module-level `pytestmark` parametrization."""
-        code = self.ctx.module.code
-        return "pytest_generate_tests" in code or ("pytestmark" in code and "parametrize" in code)
+        names = {n.value for n in self.ctx.nodes(cst.Name)}
+        return "pytest_generate_tests" in names or "pytestmark" in names
 
     def of(self, param: cst.Param) -> Fixture | None:
         function = self.ctx.parent(self.ctx.parent(param))
