@@ -102,11 +102,23 @@ class TorchLoadWithoutMapLocation(Rule):
     - A call that passes `**kwargs`, as in `torch.load(f, **kwargs)`: it may carry `map_location`.
     - Calls under a CUDA condition, e.g. `if torch.cuda.is_available():` (same guards as DL001).
     - `torch.hub.load_state_dict_from_url(url)`: published weights are normally saved from the CPU.
-    - A path the same file (or notebook) writes with `torch.save` from values that never went to a GPU
-      there, named by the same string or by a name bound once: `torch.save(model.state_dict(), "m.pt")`
-      of a model built and kept on the CPU, then `torch.load("m.pt")`. A save of a value that went to
-      the device (moved by .cuda() or .to(...) to anything but the CPU, a model moved in place, or
-      passed where it may be) leaves the load flagged, and so does a path that differs or cannot be told.
+    - A file whose every writer found wrote CPU data (values the placement fact puts on the CPU, or no
+      tensors at all: strings, numbers, PIL images, containers of those not filled later with other
+      values), named by the same string, the same binding of a name in its scope, or the same expression
+      of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path, "m.pt")`, `str(tmp_path / "t.pt")`). The writers followed:
+      - `torch.save` in the same file (or notebook): `torch.save(model.state_dict(), "m.pt")` of a model
+        built and kept on the CPU, then `torch.load("m.pt")`; also an instance of a class of the file or
+        the project that moves nothing to a device, built from CPU values: `torch.save(norm, "norm.pt")`;
+      - a function of the file or the project that saves its path parameter: `save_vocab(words,
+        "vocab.pt")` where `save_vocab` does `torch.save(words, path)` and `words` is a list of strings;
+      - a pytest fixture of the file (or of a conftest.py from the test's folder up to the project root)
+        that returns or yields a path it saved CPU data to, which the test receives as its parameter:
+        `def test_restores(weights):` with a fixture `weights` that ends `torch.save(model.state_dict(),
+        path)` and `return path`.
+      A save of a value that went to the device (moved by .cuda() or .to(...) to anything but the CPU, a
+      model moved in place, or passed where it may be) or of unknown place leaves the load flagged, and
+      so does a path that differs or cannot be told, another call that may write it (a call named like a
+      writer, such as save_checkpoint or fit, or an open for writing), and a parameter pytest may parametrize.
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -138,6 +150,22 @@ class TorchLoadWithoutMapLocation(Rule):
         "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.fc = torch.nn.Linear(2, 1)\n\nnet = Net()\nPATH = 'net.pth'\ntorch.save(net, PATH)\n"
         "net = torch.load(PATH, weights_only=False)\nprint(net(torch.ones(2)))\n",
+        # the same binding of a name in one function; an expression of the same names
+        "import os\nimport torch\ndef test_save(tmp_path):\n    model = torch.nn.Linear(8, 32)\n"
+        "    path = os.path.join(tmp_path, \"m.pt\")\n    torch.save(model, path)\n"
+        "    model = torch.load(path, weights_only=False)\n    torch.save(torch.ones(2), tmp_path / \"t.pt\")\n"
+        "    print(torch.load(str(tmp_path / \"t.pt\")))\n",
+        # an instance of a class that moves nothing, built from CPU values
+        "import torch\nclass Normalizer:\n    def __init__(self, n):\n        self.mean = torch.zeros(n)\n\n"
+        "norm = Normalizer(3)\ntorch.save(norm, \"norm.pt\")\nnorm = torch.load(\"norm.pt\", weights_only=False)\n",
+        # a function that saves its path parameter, called with data that holds no tensor
+        "import torch\ndef save_vocab(words, path):\n    torch.save(words, path)\n\n"
+        "words = [\"a\", \"b\"]\nsave_vocab(words, \"vocab.pt\")\nvocab = torch.load(\"vocab.pt\")\n",
+        # a pytest fixture that returns a path it saved CPU data to
+        "import pytest\nimport torch\n@pytest.fixture\ndef weights(tmp_path):\n    model = torch.nn.Linear(2, 2)\n"
+        "    path = tmp_path / \"w.pt\"\n    torch.save(model.state_dict(), path)\n    return path\n\n"
+        "def test_restores(weights):\n    model = torch.nn.Linear(2, 2)\n"
+        "    model.load_state_dict(torch.load(weights))\n",
     )
     INVALID = (
         Invalid(
