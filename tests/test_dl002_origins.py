@@ -329,3 +329,9 @@ def test_a_project_class_that_moves_nothing_with_the_cache_on(project):
     cached, fresh = cached_and_fresh(project, "use.py", "--select", "DL002")
     assert fresh == cached == [("use.py", "DL002")]
     project_module._INDEX = None
+
+
+def test_a_path_written_by_its_own_method_is_of_unknown_origin():
+    source = textwrap.dedent(FIXTURE.format(move="")).replace(
+        "    return path\n", "    path.write_bytes(b'')\n    return path\n")
+    assert _findings(source) == [("DL002", 17)]

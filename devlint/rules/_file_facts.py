@@ -143,6 +143,13 @@ def conftest_fixture(view, name: str) -> FixtureFacts | None:
 
 def conftests(view) -> list[str]:
     """The `conftest.py` files from the checked file's folder up to the project root, nearest first."""
+    memo = view.__dict__.setdefault("_devlint_conftests", [])
+    if not memo:
+        memo.append(_conftests(view))
+    return memo[0]
+
+
+def _conftests(view) -> list[str]:
     found = []
     folder = os.path.dirname(view.path)
     for _ in range(MAX_LEVELS):
@@ -159,6 +166,14 @@ def conftests(view) -> list[str]:
 
 
 def _origins(view, path: str) -> FileOrigins | None:
+    """The origin facts of a project file, read once per checked file (its view) and parsed once per content."""
+    memo = view.__dict__.setdefault("_devlint_origins", {})
+    if path not in memo:
+        memo[path] = _read_origins(view, path)
+    return memo[path]
+
+
+def _read_origins(view, path: str) -> FileOrigins | None:
     data, _ = depends.read_regular(path)
     observed = depends.ABSENT if data is None else depends.digest(data)
     view.observed[f"{depends.READ}:{path}"] = observed

@@ -120,6 +120,11 @@ def _calls_with(ctx: FileContext, key) -> list[tuple[cst.Call, cst.Arg]]:
     if not index:
         index[None] = []
         for call in ctx.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and any(w in func.attr.value.lower() for w in WRITER_WORDS + ("touch",)):
+                found = path_key(ctx, func.value)  # `path.write_bytes(data)`: a writer of that path
+                if found is not None:
+                    index.setdefault(_hashable(found), []).append((call, None))
             for arg in call.args:
                 if isinstance(arg.value, cst.SimpleString) or isinstance(arg.value, (cst.Name, cst.BinaryOperation,
                                                                                      cst.Call, cst.FormattedString)):
@@ -140,6 +145,8 @@ def _hashable(key):
 def _verdict(ctx: FileContext, call: cst.Call, arg: cst.Arg) -> bool | None:
     """True: this call wrote CPU data at the path; False: it wrote (or may have written) other data;
     None: it does not write (a load, `os.path.exists(p)`, `print(p)`)."""
+    if arg is None:
+        return False  # (the path's own writing method)
     names = ctx.qualified_names(call.func)
     if names & LOADERS:
         return None
