@@ -197,7 +197,7 @@ def _argument(call: cst.Call, param: tuple) -> cst.Arg | None:
 
 
 def _fixture_path_on_cpu(ctx: FileContext, param: cst.Param) -> bool:
-    from devlint.rules._fixtures import fixture_of, returned_values
+    from devlint.rules._fixtures import fixture_of
 
     fixture = fixture_of(ctx, param)
     if fixture is None:
