@@ -335,3 +335,11 @@ def test_a_path_written_by_its_own_method_is_of_unknown_origin():
     source = textwrap.dedent(FIXTURE.format(move="")).replace(
         "    return path\n", "    path.write_bytes(b'')\n    return path\n")
     assert _findings(source) == [("DL002", 17)]
+
+
+def test_a_test_class_with_a_base_may_get_the_fixture_from_it():
+    source = textwrap.dedent(KIND.format(value="torch.zeros(3)")).replace(
+        "def test_moves(batch, device):\n    batch.to(device)\n    assert",
+        "class TestGraphs(Base):\n    def test_moves(self, batch, device):\n        batch.to(device)\n        assert")
+    assert _findings(source, select="DL003") == []
+    assert _findings(source.replace("(Base)", ""), select="DL003") == [("DL003", 13)]

@@ -126,8 +126,6 @@ class Fixtures:
         function = self.ctx.parent(self.ctx.parent(param))
         if not isinstance(function, cst.FunctionDef) or param.default is not None or self._generated:
             return None
-        if param.star not in ("", None) and not isinstance(param.star, cst.MaybeSentinel):
-            return None
         if self.ctx.parent(param) is not function.params or param not in function.params.params + \
                 function.params.kwonly_params:
             return None
@@ -146,6 +144,8 @@ class Fixtures:
                    and fixture_name(self.ctx, s) == name] if isinstance(cls.body, cst.IndentedBlock) else []
             if own:
                 return Fixture(name, own[0]) if len(own) == 1 and own[0] is not function else None
+            if cls.bases:
+                return None  # (a base class may define it)
         local = self._module_level.get(name)
         if local:
             return Fixture(name, local[0]) if len(local) == 1 and local[0] is not function else None
