@@ -129,7 +129,7 @@ WRITER = '''
 
 
 @pytest.mark.parametrize("words", ['["a", "b"]', 'sorted({"a": 1})', '{"a": 0, "b": 1}',
-                                   '[Image.open(p) for p in paths]'])
+                                   '[Image.open(p) for p in paths]', '[line.strip() for line in open(f)]'])
 def test_a_helper_that_saves_data_without_tensors_is_followed(words):
     source = WRITER.format(words=words)
     if "Image" in words:
@@ -146,8 +146,8 @@ def test_a_list_filled_with_values_of_unknown_place_is_not_cpu_data():
     source = WRITER.format(words="[]").replace('save_vocab(words, "vocab.pt")',
                                                 'words.append(encoder(x))\n    save_vocab(words, "vocab.pt")')
     assert _findings(source) == [("DL002", 12)]
-    strings = source.replace("encoder(x)", '"c"')
-    assert _findings(strings) == []
+    for value in ('"c"', "line.rstrip()", "str(n)"):
+        assert _findings(source.replace("encoder(x)", value)) == []
 
 
 def test_a_helper_that_saves_its_own_cpu_data():

@@ -38,6 +38,9 @@ JOINS = frozenset({"os.path.join", "posixpath.join", "ntpath.join"})
 WRITER_WORDS = ("save", "write", "dump", "export", "store", "copy", "move", "rename", "download", "fit", "train",
                 "checkpoint", "serial", "pickle", "persist", "replace", "symlink", "link")
 MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"})
+# Methods only strings (and bytes) have: their result holds no tensor.
+STRING_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "title", "capitalize",
+                            "decode", "encode", "format", "zfill", "removeprefix", "removesuffix"})
 MAX_DEPTH = 12
 
 
@@ -248,6 +251,12 @@ def host_value(ctx: FileContext, expr: cst.CSTNode, depth: int = 0) -> bool:
             return True  # an image
         if names & {"list", "tuple", "sorted", "set", "dict", "frozenset"} and len(expr.args) == 1:
             return host_value(ctx, expr.args[0].value, depth + 1)
+        if names & {"str", "repr", "int", "float", "bool", "len"} or (
+                isinstance(expr.func, cst.Attribute) and expr.func.attr.value in STRING_METHODS):
+            return True
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "join" and string_value(
+                expr.func.value) is not None:
+            return True  # `" ".join(words)`
     if isinstance(expr, cst.Name):
         assignments = ctx.bindings(expr)
         if assignments and not _filled_elsewhere(ctx, assignments, depth):
@@ -262,9 +271,9 @@ def host_value(ctx: FileContext, expr: cst.CSTNode, depth: int = 0) -> bool:
 
 def _comprehension_host(ctx: FileContext, comp, element: cst.CSTNode, depth: int) -> bool:
     """`[Image.open(p) for p in paths]`: the element alone decides when it reads no loop variable."""
-    if isinstance(element, cst.Call) and any(n.startswith("PIL.") for n in ctx.qualified_names(element.func)):
-        return True
-    return string_value(element) is not None
+    if isinstance(element, (cst.Call, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return host_value(ctx, element, depth + 1)
+    return False
 
 
 def _filled_elsewhere(ctx: FileContext, assignments, depth: int) -> bool:
