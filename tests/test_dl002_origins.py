@@ -343,3 +343,40 @@ def test_a_test_class_with_a_base_may_get_the_fixture_from_it():
         "class TestGraphs(Base):\n    def test_moves(self, batch, device):\n        batch.to(device)\n        assert")
     assert _findings(source, select="DL003") == []
     assert _findings(source.replace("(Base)", ""), select="DL003") == [("DL003", 13)]
+
+
+CHAIN = '''
+    import pytest
+    import torch
+
+
+    @pytest.fixture{scope}
+    def model():
+        return torch.nn.Linear(2, 2){move}
+
+
+    @pytest.fixture
+    def ckpt(model, tmp_path):
+        path = tmp_path / "m.pt"
+        torch.save(model.state_dict(), path)
+        return path
+
+
+    def test_round_trip(model, tmp_path):
+        torch.save(model.state_dict(), tmp_path / "x.pt")
+        model.load_state_dict(torch.load(tmp_path / "x.pt"))
+
+
+    def test_ckpt(ckpt, model):
+        model.load_state_dict(torch.load(ckpt))
+'''
+
+
+@pytest.mark.parametrize("scope, move, expected", [
+    ("", "", []),
+    ("", ".cuda()", [("DL002", 20), ("DL002", 24)]),
+    # built once for the module: another test may have moved it to the GPU before this one saves it
+    ("(scope='module')", "", [("DL002", 20), ("DL002", 24)]),
+])
+def test_a_fixture_is_a_source_of_placement(scope, move, expected):
+    assert _findings(CHAIN.format(scope=scope, move=move)) == expected
