@@ -601,6 +601,9 @@ class ProjectView:
                 return ("external", dotted)  # (a builtin)
             return None
         for part in rest.split(".") if rest else ():
+            if isinstance(target, tuple) and target[0] == "external":
+                target = ("external", f"{target[1]}.{part}")  # (`torch.nn.Module` after `import torch`)
+                continue
             target = self._attribute(target, part) if isinstance(target, Ref) else None
             if target is None:
                 return None

@@ -380,3 +380,26 @@ CHAIN = '''
 ])
 def test_a_fixture_is_a_source_of_placement(scope, move, expected):
     assert _findings(CHAIN.format(scope=scope, move=move)) == expected
+
+
+def test_a_project_module_class_named_through_its_full_dotted_base(project):
+    """`class Generator(torch.nn.Module)` after `import torch`: the index follows `torch.nn.Module` through the
+    external `torch` (it stopped after `torch`), so the instance is a module (a receiver that copies) and,
+    moving nothing, CPU data."""
+    write(project / "hifigan.py", "import torch\n\nclass Generator(torch.nn.Module):\n    def __init__(self):\n"
+          "        super().__init__()\n        self.conv = torch.nn.Conv1d(2, 2, 1)\n")
+    write(project / "use.py", "import torch\nfrom hifigan import Generator as Model\n\n"
+          "def restore(path):\n    model = Model()\n    model.load_state_dict(torch.load(path))\n    return model\n\n"
+          "net = Model()\ntorch.save(net, 'net.pt')\nnet = torch.load('net.pt', weights_only=False)\n")
+    project_module._INDEX = None
+    view_findings = lint_file(project / "use.py")
+    assert view_findings == [("DL002", 6, "safe")]
+    project_module._INDEX = None
+
+
+def lint_file(path: Path) -> list[tuple[str, int, str]]:
+    from devlint.config import Config
+    from devlint.engine import check_source
+
+    result = check_source(str(path), path.read_bytes(), Config(select=("DL002",)))
+    return [(f.code, f.start.line, f.fix.applicability.value) for f in result.findings]
