@@ -21,7 +21,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from dataclasses import asdict
 
 from devlint import __version__
@@ -217,6 +216,8 @@ class ResultCache:
             # What a damaged file added besides entries of the stored shape is not kept.
             entries = {key: value for key, value in self.entries.items()
                        if type(value) is list and len(value) in (2, 3) and all(type(v) is str for v in value)}
+            import tempfile  # (only a run that writes the cache needs it: start-up, issue 28)
+
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".results-", suffix=".tmp")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -271,6 +272,8 @@ class ResultCache:
 
 
 def _write_atomically(directory: str, name: str, content: bytes) -> None:
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -35,6 +35,7 @@ import os
 from dataclasses import dataclass, field
 
 from devlint import depends
+from devlint.class_moves import allowed_base, class_moves
 from devlint.depends import digest  # noqa: F401  (the digest dependencies are recorded with)
 
 # How many lookups may be in progress at once (re-exports, base classes, returns of returns).
@@ -52,6 +53,7 @@ class ClassFacts:
     # names the class binds (body, methods, `self.x = ...`, literal `register_buffer` names); "*" when it
     # may bind any (a `__getattr__`, `setattr(self, name, ...)`, a keyword base such as a metaclass)
     members: frozenset = frozenset()
+    moves: bool = True  # a method moves, places or loads something (devlint.class_moves)
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ def summarise_file(path: str, data: bytes, module: str | None) -> FileFacts | No
                 bind(alias.asname or alias.name, ("import", qualified))
         elif isinstance(node, ast.ClassDef):
             bases = tuple(_dotted(b) for b in node.bases)
-            bind(node.name, ("class", ClassFacts(bases, _defines_cuda(node), class_members(node))))
+            bind(node.name, ("class", ClassFacts(bases, _defines_cuda(node), class_members(node), class_moves(node))))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             bind(node.name, ("function", _function_facts(node)))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -621,6 +623,9 @@ class ProjectView:
                 return ("external", dotted)  # (a builtin)
             return None
         for part in rest.split(".") if rest else ():
+            if isinstance(target, tuple) and target[0] == "external":
+                target = ("external", f"{target[1]}.{part}")  # (`torch.nn.Module` after `import torch`)
+                continue
             target = self._attribute(target, part) if isinstance(target, Ref) else None
             if target is None:
                 return None
@@ -714,6 +719,24 @@ class ProjectView:
             externals |= inner[0]
             members |= inner[1]
         return frozenset(externals), frozenset(members)
+
+    def definition(self, qualified: str) -> tuple[str, str] | None:
+        """(file, name) of the project's top-level function an import-qualified name of the checked file is."""
+        target = self.resolve(qualified)
+        target = self._follow(target) if isinstance(target, Ref) else None
+        fact = self._fact(target) if isinstance(target, Ref) and target.name is not None else None
+        return (target.path, target.name) if fact is not None and fact[0] == "function" else None
+
+    def class_moves_nothing(self, qualified: str) -> bool:
+        """Is the name a project class that, with its bases, moves nothing to a device (devlint.class_moves)?"""
+        ref = self.class_of(qualified)
+        return ref is not None and self._guard(("still", ref), lambda: self._still(ref)) is True
+
+    def _still(self, ref: Ref) -> bool:
+        fact = self._fact(ref)
+        return fact is not None and fact[0] == "class" and not fact[1].moves and all(
+            self._guard(("still", t), lambda t=t: self._still(t)) is True if isinstance(t, Ref) and t.name is not None else
+            isinstance(t, tuple) and t[0] == "external" and allowed_base(t[1]) for t in self._bases(ref))
 
     def overrides_cuda(self, ref: Ref) -> bool:
         """Does the class (or a project class it inherits from) define `cuda()`? Unknown bases say no."""

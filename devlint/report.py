@@ -4,7 +4,6 @@ The other formats (devlint.formats) build on these pieces; devlint.output choose
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 
@@ -232,6 +231,8 @@ def render_diff(result: FileResult) -> str:
     Lines end where Python's do (LF, CRLF, or a lone CR: the last printed a CR-only file as one line
     that overwrote itself); a lone CR is shown as a line break. A last line without its line break is
     followed by git's `\\ No newline at end of file` rather than run into the next line of the diff."""
+    import difflib  # (only --diff needs it: start-up, issue 28)
+
     path = shown_path(result.path)
     before = _diff_lines(result.original_source or "")
     after = _diff_lines(result.fixed_source or "")

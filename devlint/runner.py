@@ -8,6 +8,7 @@ import stat
 import sys
 from dataclasses import replace
 
+from devlint import schedule
 from devlint.cache import ResultCache
 from devlint.config import Config
 from devlint.documents import check_document, written_encoding
@@ -252,8 +253,7 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int,
     import devlint.engine  # noqa: F401
 
     config.rules()
-    size = max(1, min(32, len(paths) // (jobs * 8)))
-    chunks = [list(range(i, min(i + size, len(paths)))) for i in range(0, len(paths), size)]
+    chunks = schedule.chunks(paths, data, jobs)  # the biggest files first
     results: dict[int, FileResult] = {}
     suspects: list[int] = []
     context = _mp_context()

@@ -10,11 +10,6 @@ import re
 import sys
 from dataclasses import dataclass
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 from devlint.config import ConfigError
 
 _STR, _BOOL, _CODES, _GLOBS = "a string", "true or false", "a list of rule codes", "a list of glob patterns"
@@ -67,6 +62,12 @@ def _has_devlint_table(path: str) -> bool:
 
 
 def _read(path: str) -> dict:
+    # (imported here: a project without a settings file never parses TOML; start-up, issue 28)
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)

@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import stat
-import tempfile
 import threading
 import tokenize
 from dataclasses import dataclass
@@ -126,6 +125,8 @@ def _write_held():
 
 def _replace(path: str, data: bytes, info: os.stat_result, expected: bytes | None) -> bool:
     """Atomic write through a temporary file; False (nothing done) when the owner cannot be kept."""
+    import tempfile  # (tempfile, with shutil and random, only when a fix is written: start-up, issue 28)
+
     directory = os.path.dirname(path)
     _remove_stale_temporaries(directory)
     try:

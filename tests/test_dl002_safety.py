@@ -84,7 +84,7 @@ SHAPES = {
     "checkpoint_dict": ('''
         import torch
 
-        def resume(net, opt, path):
+        def resume(net: torch.nn.Module, opt: torch.optim.Optimizer, path):
             state = torch.load(path)
             if "net" in state:
                 net.load_state_dict(state["net"])
@@ -94,7 +94,7 @@ SHAPES = {
     "unwrapped_state_dict": ('''
         import torch
 
-        def weights(model, path):
+        def weights(model: torch.nn.Module, path):
             ckpt = torch.load(path)
             ckpt = ckpt["state_dict"]
             model.load_state_dict(ckpt, strict=False)

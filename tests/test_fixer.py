@@ -93,14 +93,17 @@ def test_accelerator_expression_option():
 
 @pytest.mark.parametrize("choice, expected", [("auto", '"cpu"'), ("device", "device"), ("cpu", '"cpu"')])
 def test_map_location_option(choice, expected):
-    fixed = fix("import torch\nm.load_state_dict(torch.load(p))\n", map_location=choice)
+    fixed = fix("import torch\nm = torch.nn.Linear(2, 2)\nm.load_state_dict(torch.load(p))\n", map_location=choice)
     assert f"torch.load(p, map_location={expected})" in fixed
 
 
 def test_map_location_cpu_for_a_name_only_fed_to_load_state_dict():
-    source = "import torch\nsd = torch.load(p)\nmodel.load_state_dict(sd['model'])\nopt.load_state_dict(sd['opt'])\n"
+    built = "import torch\nmodel = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    source = built + "sd = torch.load(p)\nmodel.load_state_dict(sd['model'])\nopt.load_state_dict(sd['opt'])\n"
     assert "torch.load(p, map_location=\"cpu\")" in fix(source)
-    source = "import torch\nsd = torch.load(p)\nmodel.load_state_dict(sd)\nprint(sd)\n"
+    # a receiver of unknown kind may keep the tensors where they load: unsafe
+    assert "torch.load(p)" in fix(source.replace(built, "import torch\n"))
+    source = built + "sd = torch.load(p)\nmodel.load_state_dict(sd)\nprint(sd)\n"
     assert "torch.load(p)" in fix(source)  # printed too: where it lives may matter, so unsafe
     assert "torch.load(p, map_location=device)" in fix(source, unsafe=True)
 

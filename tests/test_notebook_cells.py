@@ -58,9 +58,9 @@ def test_a_skipped_cell_that_may_bind_device_keeps_the_fixes_that_need_it_away()
 
 def test_other_fixes_still_reach_a_crlf_notebook_with_a_skipped_cell():
     cells = ("import torch\r\n", "device = torch.device('cuda') if ok else # TODO\r\n",
-             "x = torch.ones(1).cuda()\r\nm.load_state_dict(torch.load(p))\r\n")
+             "x = torch.ones(1).cuda()\r\nm = torch.nn.Linear(1, 1)\r\nm.load_state_dict(torch.load(p))\r\n")
     new = fixed_sources(*cells, config=Config(fix=True, fix_options=FixOptions(map_location="cpu")))
-    assert new == [cells[0], cells[1], 'x = torch.ones(1).cuda()\r\nm.load_state_dict(torch.load(p, map_location="cpu"))\r\n']
+    assert new == [cells[0], cells[1], 'x = torch.ones(1).cuda()\r\nm = torch.nn.Linear(1, 1)\r\nm.load_state_dict(torch.load(p, map_location="cpu"))\r\n']
 
 
 def test_a_notebook_whose_code_cells_all_fail_to_parse():
@@ -148,14 +148,15 @@ def test_shell_alias_names_used_as_python():
 # -- %%writefile ------------------------------------------------------------------------------------
 def test_a_writefile_cell_is_checked_and_fixed_as_its_own_file():
     written = "%%writefile train.py\nimport torch\nx = torch.ones(1).cuda()\n"
-    appended = "%%writefile -a train.py\nmodel.load_state_dict(torch.load('w.pt'))\n"
+    appended = "%%writefile -a train.py\nmodel = torch.nn.Linear(1, 1)\nmodel.load_state_dict(torch.load('w.pt'))\n"
     cells = (written, "import torch\n!python train.py", appended)
-    assert found(check(*cells)) == [("DL001", 1, 3, 19), ("DL002", 3, 2, 23)]  # lines count the %%writefile line
+    assert found(check(*cells)) == [("DL001", 1, 3, 19), ("DL002", 3, 3, 23)]  # lines count the %%writefile line
     new = fixed_sources(*cells)
     # the file defines its own device (it runs in its own process); the notebook needed none
     assert new == [f"%%writefile train.py\nimport torch\n\n{DEVICE}\nx = torch.ones(1).to(device)\n",
                    "import torch\n!python train.py",
-                   "%%writefile -a train.py\nmodel.load_state_dict(torch.load('w.pt', map_location=\"cpu\"))\n"]
+                   "%%writefile -a train.py\nmodel = torch.nn.Linear(1, 1)\n"
+                   "model.load_state_dict(torch.load('w.pt', map_location=\"cpu\"))\n"]
 
 
 def test_a_writefile_without_imports_keeps_the_magic_first():

@@ -340,3 +340,13 @@ def test_discovery_finds_what_it_found_before(tmp_path, seed, monkeypatch):
                          (["repo", "repo/a.py"], str(tmp_path))):
         assert files.discover(paths, exclude, extend, where).files == \
             _reference_discover(paths, exclude, extend, where)
+
+
+def test_a_warm_run_imports_only_what_it_uses(project):
+    """Start-up (issue 28): no writer's modules (tempfile, with shutil and random), no diff, no other
+    output format, notebook adapter, virtual GPU or language server when a warm run writes nothing."""
+    devlint_in_subprocess(project, ".")
+    warm, _ = devlint_in_subprocess(project, ".")
+    unused = {"tempfile", "shutil", "difflib", "devlint.formats", "devlint.notebook", "devlint.fixer",
+              "devlint.virtual_gpu", "devlint.virtual_gpu_runner", "devlint.server", "devlint.project"}
+    assert not unused & set(warm["modules"])

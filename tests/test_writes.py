@@ -339,7 +339,7 @@ def test_where_no_temporary_file_can_be_made_the_fix_is_written_in_place(tmp_pat
     def refused(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(source.tempfile, "mkstemp", refused)
+    monkeypatch.setattr(tempfile, "mkstemp", refused)  # (devlint.source imports it when writing)
     assert fix(str(path)).exit_code == 0
     assert FIXED_MARK in path.read_text() and path.stat().st_ino == inode
 

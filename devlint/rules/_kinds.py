@@ -72,6 +72,7 @@ import libcst as cst
 from libcst.metadata import ComprehensionScope
 
 from devlint.context import FileContext
+from devlint.rules._fixtures import fixture_kind
 from devlint.syntax import dotted_name, is_none, string_value
 
 
@@ -767,7 +768,8 @@ class KindInference:
 
     def _binding_kind(self, node: cst.CSTNode) -> Kind:
         if isinstance(node, cst.Param):
-            return self._annotation_facts(node.annotation)[0]
+            kind = self._annotation_facts(node.annotation)[0]
+            return kind if kind is not UNKNOWN else fixture_kind(self, node)  # (a test's pytest fixture)
         if not isinstance(node, cst.Name):
             return UNKNOWN
         path: list[int] = []

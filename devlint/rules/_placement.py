@@ -17,8 +17,9 @@ API
 `Placement.move_target(call) -> Place | None`
     where `x.to(...)`, `x.cuda()`, `x.cpu()` sends `x` (None for a dtype-only conversion).
 `Placement.saved_on_cpu(path) -> bool`
-    the file writes `path` (a string literal, or a name bound once in the file) with `torch.save`, and
-    every such save writes values that live on the CPU: loading it cannot need CUDA.
+    every writer found of the file at `path` wrote values that live on the CPU (a `torch.save` of this
+    file, a function that saves its path parameter, a pytest fixture that returns the path:
+    devlint.rules._origins): loading it cannot need CUDA.
 
 Place
 -----
@@ -26,7 +27,9 @@ CPU
     Python values (literals, `len(...)`, `.item()`, `.tolist()`, `.numpy()`, numpy calls, a loop variable
     over `range`), `.cpu()`, `.to("cpu")`, a torch factory without `device=` (`torch.zeros(3)`,
     `torch.from_numpy(a)`), a module built without `device=` (`nn.Linear(3, 1)`, a class of this file
-    whose `__init__` moves nothing), `torch.load(..., map_location="cpu")`.
+    whose `__init__` moves nothing), `torch.load(..., map_location="cpu")`, an instance of a class of the
+    file or the project that moves nothing, built from CPU values, a test's parameter whose pytest fixture
+    (built for each test) returns a CPU value.
 DEVICE
     the run's device, which on a GPU machine is a GPU: `.cuda()`, `.to(device)` with a device that is
     not provably the CPU, `device=...` of a factory, `map_location=device`.
@@ -59,7 +62,9 @@ from functools import cached_property
 import libcst as cst
 
 from devlint.context import FileContext
+from devlint.rules._fixtures import fixture_place
 from devlint.rules._kinds import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
+from devlint.rules._origins import instance_place, written_on_cpu
 from devlint.syntax import dotted_name, find_arg, name_words, string_value, walk
 
 
@@ -317,7 +322,7 @@ class Placement:
         if self.ctx.kinds.of(func) is MODULE:
             # `model(x)`: the output lives where the module and its inputs do
             return join([self.of(func)] + [self.of(a.value) for a in call.args if not _is_literal(a.value)])
-        return UNKNOWN
+        return instance_place(self.ctx, call) or UNKNOWN  # (an instance of a class that moves nothing)
 
     def move_target(self, call: cst.Call) -> Place | None:
         """Where `x.to(...)`, `x.cuda()`, `x.cpu()` sends x: None for a dtype-only `x.to(torch.half)`."""
@@ -412,6 +417,8 @@ class Placement:
         value = self.ctx.assigned_value(node)
         if value is not None:
             return self.of(value)
+        if isinstance(node, cst.Param):
+            return fixture_place(self.ctx, node)  # a test's parameter: what its pytest fixture returns
         parent = self.ctx.parent(node)
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.target is node and isinstance(parent.iter, cst.Call):
             if self.ctx.qualified_names(parent.iter.func) & {"range"} or dotted_name(parent.iter.func) == "range":
@@ -525,46 +532,6 @@ class Placement:
         """Where a binding takes effect (a parameter: before everything in its function)."""
         return (0, 0) if isinstance(node, cst.Param) else self.ctx.effective_position(node)
 
-    # -- saved files -------------------------------------------------------------------------------------
-    def path_key(self, expr: cst.CSTNode) -> tuple | None:
-        """What identifies a file path: its literal text, or a name bound once in the file."""
-        text = string_value(expr)
-        if text is not None:
-            return ("literal", text)
-        if isinstance(expr, cst.Name):
-            sites = self.ctx.binding_sites.get(expr.value, [])
-            if len(sites) == 1 and not isinstance(sites[0], cst.Param) and expr.value not in self.ctx.imported_names:
-                value = self.ctx.assigned_value(sites[0])
-                text = string_value(value)
-                return ("literal", text) if text is not None else ("name", expr.value) if value is not None else None
-        return None
-
-    @cached_property
-    def _saves(self) -> dict[tuple, list[cst.Call]]:
-        found: dict[tuple, list[cst.Call]] = {}
-        for call in self.ctx.nodes(cst.Call):
-            func = call.func
-            last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-            if last != "save" or not (self.ctx.qualified_names(func) & SAVERS):
-                continue
-            path = find_arg(call, "f", 1)
-            key = self.path_key(path.value) if path is not None else None
-            found.setdefault(key, []).append(call)
-        return found
-
-    def saves_to(self, path: cst.CSTNode) -> list[cst.Call]:
-        key = self.path_key(path)
-        return [] if key is None else self._saves.get(key, [])
-
+    # -- saved files: devlint.rules._origins -------------------------------------------------------------
     def saved_on_cpu(self, path: cst.CSTNode) -> bool:
-        return self._step(("saved", path), lambda: self._saved_on_cpu(path), on_cycle=False)
-
-    def _saved_on_cpu(self, path: cst.CSTNode) -> bool:
-        saves = self.saves_to(path)
-        if not saves:
-            return False
-        for call in saves:
-            value = find_arg(call, "obj", 0)
-            if value is None or self.of(value.value) is not CPU:
-                return False
-        return True
+        return self._step(("saved", path), lambda: written_on_cpu(self.ctx, path), on_cycle=False)

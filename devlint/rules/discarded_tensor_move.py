@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import MODULE, MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
+from devlint.rules._kinds import MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
 from devlint.rules._loop_moves import enclosing_loop, is_temporary, iteration_failure
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
@@ -36,6 +36,8 @@ class DiscardedTensorMove(Rule):
     data`) gives tensors; a project class that subclasses `nn.Module` directly or through other
     project classes, in any file, gives modules (not flagged). A name the file re-binds, a function
     that may return something else, and functions that call each other in a cycle stay unknown.
+    A test's parameter that pytest fills from a fixture (of the file, or of a conftest.py from the test's
+    folder up to the project root) has the kind of what the fixture returns: a tensor, flagged.
 
     ## Why is this bad?
     Tensor methods return a new tensor and leave the original untouched, so `t.to(device)` as a
@@ -100,7 +102,8 @@ class DiscardedTensorMove(Rule):
     - Modules, which move in place and return themselves: `model.to(device)` for `model = nn.Linear(2, 2)`,
       instances of classes of the file that subclass `nn.Module`, `self.to(device)` in such a class,
       `nn.DataParallel(model).cuda()`, items of `model.modules()`.
-    - Receivers of unknown kind: a parameter without annotation, as in `def f(batch): batch.to(device)`;
+    - Receivers of unknown kind: a parameter without annotation, as in `def f(batch): batch.to(device)`
+      (also a test's parameter whose fixture returns a value of unknown kind, or that the test parametrizes);
       results of calling a model or a project function (`out = model(x)` then `out.cpu()`); objects
       whose `.to` works in place (`pipe.to("cuda")`, `data.to(device)` for graph batches).
     - Results that are used: `x = x.to(device)`, `return x.cuda()`, `y = x.float()`.
@@ -133,8 +136,16 @@ class DiscardedTensorMove(Rule):
         "import torch\ntorch.zeros(1).to(device)\n",
         "import torch\nx = torch.zeros(3)\nmodel(x).cpu()\n",
         "import torch\ntorch.rand(3).cuda()\n",
+        "import pytest\n@pytest.fixture\ndef batch():\n    return make_graph()\n\ndef test_f(batch):\n    batch.to(device)\n",
     )
     INVALID = (
+        Invalid(  # a test's parameter filled by a fixture that returns a tensor
+            "import pytest\nimport torch\n@pytest.fixture\ndef x():\n    return torch.zeros(3)\n\n"
+            "def test_sum(x, device):\n    x.to(device)\n    assert x.sum() == 0\n",
+            fixed="import pytest\nimport torch\n@pytest.fixture\ndef x():\n    return torch.zeros(3)\n\n"
+            "def test_sum(x, device):\n    x = x.to(device)\n    assert x.sum() == 0\n",
+            unsafe=True,
+        ),
         Invalid(  # the original cannot have worked on a GPU: the model is there, the input is not
             "import torch, torch.nn as nn\ndef run(device):\n    model = nn.Linear(3, 1).to(device)\n"
             "    x = torch.zeros(3)\n    x.to(device)\n    return model(x)\n",

@@ -10,6 +10,7 @@ from devlint.rule import Invalid, Rule
 from devlint.rules._device import device_failure, device_reference, unproven_reference
 from devlint.rules._kinds import MODULE
 from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
+from devlint.rules._receivers import doubt
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
                             name_words, string_value, walk)
 
@@ -61,8 +62,10 @@ class TorchLoadWithoutMapLocation(Rule):
     value (directly, through a name it is bound to, and through string keys such as `ckpt["model"]`)
     and is **safe**, writing `map_location="cpu"`, only when the value's device provably does not
     matter:
-    - it goes into `load_state_dict(...)` (which copies into the tensors where they already live), of a
-      model or an optimizer;
+    - it goes into a `load_state_dict(...)` that copies it into tensors the receiver owns, where they
+      already live: an `nn.Module`'s without `assign=True`, a `torch.optim` optimizer's or LR scheduler's,
+      a `GradScaler`'s (the receiver's kind comes from its provenance: `model = Net()`,
+      `opt = torch.optim.SGD(...)`, a parameter annotated `nn.Module` or `torch.optim.Optimizer`);
     - it is moved explicitly right away: `torch.load(p).to(device)`, `torch.load(p).cuda()`, or
       `model = torch.load(p)` followed by `model.to(device)` / `model.cuda()` of a model used as one;
     - it is read as bookkeeping (`ckpt["epoch"]`, `ckpt["best_acc"]`: numbers, and a 0-dim CPU tensor
@@ -76,9 +79,14 @@ class TorchLoadWithoutMapLocation(Rule):
     - it is not used at all (a local name never read, a thrown-away result).
 
     Everywhere else (a whole model or a tensor used further, a vocabulary or cache object, a name kept
-    at module level) the fix is **unsafe**: `map_location="cpu"` where the value looks like data (a
-    use as CPU data on one path, compared, a whole model called on CPU inputs, whose forward may move
-    them to its weights; a name or path such as `vocab`, `cache`, `features`, `expected`), otherwise
+    at module level) the fix is **unsafe**. So is a `load_state_dict` that may keep the loaded tensors as
+    they are, whose title says why: `assign=True` (or an `assign=` that is not a literal `False`) makes them
+    the module's parameters, on the CPU with `"cpu"`; a class that is not an `nn.Module` (an EMA helper
+    that stores the dict) or a receiver of unknown kind may keep them on the CPU while the rest of the
+    program is on the GPU (seen on an H200: "Expected all tensors to be on the same device"). An unsafe
+    fix writes `map_location="cpu"` where the value looks like data (a use as CPU data on one path,
+    compared, a whole model called on CPU inputs, whose forward may move them to its weights; a name or
+    path such as `vocab`, `cache`, `features`, `expected`), otherwise
     `map_location=device`. Where `device` names something that is not a device, the fix is
     **display-only**.
 
@@ -94,11 +102,23 @@ class TorchLoadWithoutMapLocation(Rule):
     - A call that passes `**kwargs`, as in `torch.load(f, **kwargs)`: it may carry `map_location`.
     - Calls under a CUDA condition, e.g. `if torch.cuda.is_available():` (same guards as DL001).
     - `torch.hub.load_state_dict_from_url(url)`: published weights are normally saved from the CPU.
-    - A path the same file (or notebook) writes with `torch.save` from values that never went to a GPU
-      there, named by the same string or by a name bound once: `torch.save(model.state_dict(), "m.pt")`
-      of a model built and kept on the CPU, then `torch.load("m.pt")`. A save of a value that went to
-      the device (moved by .cuda() or .to(...) to anything but the CPU, a model moved in place, or
-      passed where it may be) leaves the load flagged, and so does a path that differs or cannot be told.
+    - A file whose every writer found wrote CPU data (values the placement fact puts on the CPU, or no
+      tensors at all: strings, numbers, PIL images, containers of those not filled later with other
+      values), named by the same string, the same binding of a name in its scope, or the same expression
+      of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path, "m.pt")`, `str(tmp_path / "t.pt")`). The writers followed:
+      - `torch.save` in the same file (or notebook): `torch.save(model.state_dict(), "m.pt")` of a model
+        built and kept on the CPU, then `torch.load("m.pt")`; also an instance of a class of the file or
+        the project that moves nothing to a device, built from CPU values: `torch.save(norm, "norm.pt")`;
+      - a function of the file or the project that saves its path parameter: `save_vocab(words,
+        "vocab.pt")` where `save_vocab` does `torch.save(words, path)` and `words` is a list of strings;
+      - a pytest fixture of the file (or of a conftest.py from the test's folder up to the project root)
+        that returns or yields a path it saved CPU data to, which the test receives as its parameter:
+        `def test_restores(weights):` with a fixture `weights` that ends `torch.save(model.state_dict(),
+        path)` and `return path`.
+      A save of a value that went to the device (moved by .cuda() or .to(...) to anything but the CPU, a
+      model moved in place, or passed where it may be) or of unknown place leaves the load flagged, and
+      so does a path that differs or cannot be told, another call that may write it (a call named like a
+      writer, such as save_checkpoint or fit, or an open for writing), and a parameter pytest may parametrize.
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -130,21 +150,39 @@ class TorchLoadWithoutMapLocation(Rule):
         "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.fc = torch.nn.Linear(2, 1)\n\nnet = Net()\nPATH = 'net.pth'\ntorch.save(net, PATH)\n"
         "net = torch.load(PATH, weights_only=False)\nprint(net(torch.ones(2)))\n",
+        # the same binding of a name in one function; an expression of the same names
+        "import os\nimport torch\ndef test_save(tmp_path):\n    model = torch.nn.Linear(8, 32)\n"
+        "    path = os.path.join(tmp_path, \"m.pt\")\n    torch.save(model, path)\n"
+        "    model = torch.load(path, weights_only=False)\n    torch.save(torch.ones(2), tmp_path / \"t.pt\")\n"
+        "    print(torch.load(str(tmp_path / \"t.pt\")))\n",
+        # an instance of a class that moves nothing, built from CPU values
+        "import torch\nclass Normalizer:\n    def __init__(self, n):\n        self.mean = torch.zeros(n)\n\n"
+        "norm = Normalizer(3)\ntorch.save(norm, \"norm.pt\")\nnorm = torch.load(\"norm.pt\", weights_only=False)\n",
+        # a function that saves its path parameter, called with data that holds no tensor
+        "import torch\ndef save_vocab(words, path):\n    torch.save(words, path)\n\n"
+        "words = [\"a\", \"b\"]\nsave_vocab(words, \"vocab.pt\")\nvocab = torch.load(\"vocab.pt\")\n",
+        # a pytest fixture that returns a path it saved CPU data to
+        "import pytest\nimport torch\n@pytest.fixture\ndef weights(tmp_path):\n    model = torch.nn.Linear(2, 2)\n"
+        "    path = tmp_path / \"w.pt\"\n    torch.save(model.state_dict(), path)\n    return path\n\n"
+        "def test_restores(weights):\n    model = torch.nn.Linear(2, 2)\n"
+        "    model.load_state_dict(torch.load(weights))\n",
     )
     INVALID = (
         Invalid(
-            "import torch\nmodel.load_state_dict(torch.load('m.pt'))\n",
-            fixed="import torch\nmodel.load_state_dict(torch.load('m.pt', map_location=\"cpu\"))\n",
+            "import torch\nmodel = torch.nn.Linear(3, 1)\nmodel.load_state_dict(torch.load('m.pt'))\n",
+            fixed="import torch\nmodel = torch.nn.Linear(3, 1)\nmodel.load_state_dict(torch.load('m.pt', map_location=\"cpu\"))\n",
         ),
         Invalid(
-            "import torch as th\nstate = th.load(path)\nmodel.load_state_dict(state)\n",
-            fixed="import torch as th\nstate = th.load(path, map_location=\"cpu\")\nmodel.load_state_dict(state)\n",
+            "import torch as th\nopt = th.optim.SGD(params, lr=0.1)\nstate = th.load(path)\nopt.load_state_dict(state)\n",
+            fixed="import torch as th\nopt = th.optim.SGD(params, lr=0.1)\nstate = th.load(path, map_location=\"cpu\")\n"
+            "opt.load_state_dict(state)\n",
         ),
         Invalid(
-            "import torch\ncheckpoint = torch.load(path, weights_only=False)\n"
-            "model.load_state_dict(checkpoint['model'])\nepoch = checkpoint['epoch']\n",
-            fixed="import torch\ncheckpoint = torch.load(path, weights_only=False, map_location=\"cpu\")\n"
-            "model.load_state_dict(checkpoint['model'])\nepoch = checkpoint['epoch']\n",
+            "import torch\ndef resume(model: torch.nn.Module, path):\n    checkpoint = torch.load(path, weights_only=False)\n"
+            "    model.load_state_dict(checkpoint['model'])\n    return checkpoint['epoch']\n",
+            fixed="import torch\ndef resume(model: torch.nn.Module, path):\n"
+            "    checkpoint = torch.load(path, weights_only=False, map_location=\"cpu\")\n"
+            "    model.load_state_dict(checkpoint['model'])\n    return checkpoint['epoch']\n",
         ),
         # moved right after: where it was loaded no longer matters
         Invalid(
@@ -191,6 +229,21 @@ class TorchLoadWithoutMapLocation(Rule):
             fixed='import torch\nfrom torch import jit\n\n'
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "m = jit.load('m.pt', map_location=device)\n",
+            unsafe=True,
+        ),
+        # a receiver that may keep the loaded tensors as they are: unsafe, and the title says why
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(3, 1)\nmodel.load_state_dict(torch.load('m.pt'), assign=True)\n",
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model = torch.nn.Linear(3, 1)\nmodel.load_state_dict(torch.load('m.pt', map_location=device), assign=True)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nclass EMA:\n    def load_state_dict(self, state):\n        self.shadow = state\n\n"
+            "ema = EMA()\nema.load_state_dict(torch.load('ema.pt'))\n",
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "class EMA:\n    def load_state_dict(self, state):\n        self.shadow = state\n\n"
+            "ema = EMA()\nema.load_state_dict(torch.load('ema.pt', map_location=device))\n",
             unsafe=True,
         ),
         # saved from a model that went to the GPU: still flagged
@@ -255,6 +308,8 @@ class TorchLoadWithoutMapLocation(Rule):
                 return self.display_only(f'Add `map_location="cpu"` or a torch.device ({device_failure(self.ctx, call)})')
             value, needs_definition = reference
         title = f"Add `map_location={value}`"
+        if applicability is Applicability.UNSAFE and self._doubts:
+            title += f" ({self._doubts[0]})"
         if given is not None:
             edit = self.replace(given.value, value)
         else:
@@ -267,6 +322,7 @@ class TorchLoadWithoutMapLocation(Rule):
         it did without one (each tensor restored where it was saved). Sets `_data_evidence` when a use
         treats it as data (compared, turned into numpy, called on CPU inputs)."""
         self._data_evidence = False
+        self._doubts: list[str] = []
         if self._in_dataset(call):
             return CPU_ONLY  # data-loading code hands CPU tensors to DataLoader workers
         keeps = BOTH
@@ -337,8 +393,13 @@ class TorchLoadWithoutMapLocation(Rule):
         if not isinstance(call, cst.Call):
             return NEITHER
         names = ctx.qualified_names(call.func) | {dotted_name(call.func) or ""}
-        if call.args[0] is arg and any(n.endswith("load_state_dict") for n in names):
-            return BOTH  # copied into the parameters where they already live
+        if (call.args[0] is arg or arg.keyword is not None and arg.keyword.value == "state_dict") and any(
+                n.endswith("load_state_dict") for n in names):
+            reason = doubt(ctx, call)
+            if reason is None:
+                return BOTH  # copied into the receiver's own tensors, where they already live
+            self._doubts.append(reason)
+            return NEITHER
         if any(n.startswith(("numpy.", "np.")) for n in names):
             self._data_evidence = True
             return CPU_ONLY  # numpy converts it: a tensor not on the CPU raises

@@ -1,0 +1,211 @@
+"""How much of a devlint run is serial, and how a warm and a one-file run compare (a script, not a test).
+
+    python benchmarks/serial.py --corpus DIR
+    /work/cmpvenv/bin/python benchmarks/serial.py --corpus DIR --tree OLD --tree NEW
+
+For each tree of devlint (or the installed devlint when no --tree is given), side by side with
+`ruff check --select F --no-cache` and `torchfix --select ALL` in the same run:
+
+- cold (`--no-cache`) with -j 1 and -j N: wall time, the CPU time of the whole process tree, and the
+  CPU time of devlint's own (parent) process, which is the serial work measured directly (start-up,
+  discovery, what it does before its workers start and after they end); with -j 1 the parent does
+  everything. The fit `time = serial + parallel / cores` is given twice: from the wall times (noise on
+  a busy machine) and from CPU times, taking a -j N run to last its parent's CPU time plus its
+  workers' CPU time shared among N cores (what it would take on N idle cores), which does not depend
+  on the load. Work every worker repeats shows up as serial there too, as it should.
+- warm (cache filled, nothing changed) and one file (`--no-cache`, pre-commit style): the best of
+  --repeat runs, wall and CPU time.
+
+A tree runs from its folder (PYTHONPATH) under this interpreter, which then must not have devlint
+installed (as benchmarks/compare_trees.py; /work/cmpvenv is such an interpreter). CPU times are
+user + system seconds from getrusage, so they hold on a loaded machine where wall times do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import PEERS_VENV  # noqa: E402
+from corpus import python_files, torch_sources  # noqa: E402
+
+# Runs devlint as `python -m devlint` does, and writes its own (parent-only) CPU seconds to the file
+# named by DEVLINT_BENCH_CPU when it exits. Forked workers leave through os._exit: they write nothing.
+_PROBE = (
+    "import atexit, os, resource, runpy, sys\n"
+    "def _report(out=os.environ.pop('DEVLINT_BENCH_CPU')):\n"
+    "    usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "    with open(out, 'w') as handle: handle.write(str(usage.ru_utime + usage.ru_stime))\n"
+    "atexit.register(_report)\n"
+    "sys.argv[0] = 'devlint'\n"
+    "runpy.run_module('devlint', run_name='__main__', alter_sys=True)\n"
+)
+
+
+class Run:
+    def __init__(self, wall: float, cpu: float, parent: float | None, code: int, output: str) -> None:
+        self.wall, self.cpu, self.parent, self.code, self.output = wall, cpu, parent, code, output
+
+
+def run(command: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
+    """One run: wall seconds, CPU seconds of every process it started, and (devlint) its own."""
+    with tempfile.NamedTemporaryFile("r", suffix=".cpu") as report:
+        env = dict(env or os.environ, DEVLINT_BENCH_CPU=report.name)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        text = report.read().strip()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr)
+
+
+def best(repeat: int, command: list[str], **kwargs) -> Run:
+    """The fastest of `repeat` runs by wall time; its CPU time is the least seen (the least disturbed)."""
+    runs = [run(command, **kwargs) for _ in range(max(1, repeat))]
+    fastest = min(runs, key=lambda r: r.wall)
+    fastest.cpu = min(r.cpu for r in runs)
+    parents = [r.parent for r in runs if r.parent is not None]
+    fastest.parent = min(parents) if parents else None
+    return fastest
+
+
+class Tree:
+    """How to run one devlint: the installed one (tree None), or the one in a source folder."""
+
+    def __init__(self, tree: str | None) -> None:
+        self.tree = os.path.abspath(tree) if tree else None
+        self.name = self.tree or "installed"
+        # Compiled modules go to a folder of their own (no tree is written to), filled by a first run:
+        # as an installed devlint, nothing is compiled again on each run.
+        self.env = dict(os.environ, PYTHONPYCACHEPREFIX=os.path.join(tempfile.gettempdir(), "devlint-bench-pyc"))
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+        if self.tree:
+            self.env["PYTHONPATH"] = self.tree
+            where = "import devlint, os; print(os.path.dirname(os.path.dirname(devlint.__file__)))"
+            probe = subprocess.run([sys.executable, "-c", where], env=self.env, cwd="/",
+                                   capture_output=True, text=True, check=True)
+            if os.path.realpath(probe.stdout.strip()) != os.path.realpath(self.tree):
+                sys.exit(f"{sys.executable} imports devlint from {probe.stdout.strip()}, not {self.tree}: "
+                         "use a venv without devlint")
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-c", _PROBE, "--exit-zero", "-q", *args]
+
+
+def fit(one: float, many: float, jobs: int) -> tuple[float, float]:
+    """(serial, parallel) of `time = serial + parallel / cores` through (1, one) and (jobs, many)."""
+    serial = (jobs * many - one) / (jobs - 1)
+    return serial, one - serial
+
+
+def peers() -> tuple[str | None, str | None]:
+    bin_dir = os.path.join(PEERS_VENV, "bin")
+    torchfix = os.path.join(bin_dir, "torchfix")
+    ruff = shutil.which("ruff", path=os.path.dirname(sys.executable)) or os.path.join(bin_dir, "ruff")
+    return (torchfix if os.path.exists(torchfix) else None), (ruff if os.path.exists(ruff) else None)
+
+
+def one_file_default(files: list[str]) -> str:
+    """The first file (in sorted order) that moves something to CUDA: a file LibCST must analyse."""
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            if ".cuda(" in handle.read():
+                return path
+    return files[0]
+
+
+def row(name: str, r: Run) -> str:
+    parent = f"{r.parent:8.2f}" if r.parent is not None else f"{'-':>8}"
+    return f"  {name:44} {r.wall:8.2f} {r.cpu:8.2f} {parent}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", help="a folder of Python files (default: the torch wheel's sources)")
+    parser.add_argument("--tree", action="append", default=[], help="a devlint source tree (repeat for several)")
+    parser.add_argument("--jobs", type=int, default=2, help="the -j of the parallel cold run (default 2)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of the short commands; the best is kept")
+    parser.add_argument("--cold-repeat", type=int, default=1, help="runs of each cold run; the best is kept")
+    parser.add_argument("--one-file", help="the file of the one-file run (default: the first with `.cuda(`)")
+    parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (minutes on a big corpus)")
+    parser.add_argument("--no-torchfix-cold", action="store_true", help="run TorchFix on the one file only")
+    args = parser.parse_args()
+    if args.jobs < 2:
+        parser.error("--jobs must be at least 2")
+
+    folder = os.path.abspath(args.corpus) if args.corpus else torch_sources()
+    files = python_files(folder)
+    one = os.path.abspath(args.one_file) if args.one_file else one_file_default(files)
+    trees = [Tree(t) for t in args.tree] or [Tree(None)]
+    torchfix, ruff = peers()
+    if args.no_torchfix:
+        torchfix = None
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"corpus: {folder} ({len(files)} files); one file: {os.path.relpath(one, folder)}")
+    print(f"cores: {os.cpu_count()}; load average at start: {load:.1f} (wall times are noise when it is high)\n")
+    print(f"  {'':44} {'wall s':>8} {'cpu s':>8} {'parent':>8}")
+
+    summary = []
+    for tree in trees:
+        print(f"devlint {tree.name}")
+        kwargs = {"env": tree.env, "cwd": folder}
+        run(tree.command("--no-cache", "--select", "ALL", one), **kwargs)  # compiles what a run imports
+        cold1 = best(args.cold_repeat, tree.command("--no-cache", "-j", "1", "."), **kwargs)
+        coldn = best(args.cold_repeat, tree.command("--no-cache", "-j", str(args.jobs), "."), **kwargs)
+        for name, r in (("cold -j 1", cold1), (f"cold -j {args.jobs}", coldn)):
+            print(row(name, r))
+            if r.code != 0:
+                print(f"    exit {r.code}: {r.output[-400:]}")
+        wall_serial, wall_parallel = fit(cold1.wall, coldn.wall, args.jobs)
+        # On N idle cores a -j N run lasts its parent's CPU time plus its workers' shared among them.
+        workers = coldn.cpu - (coldn.parent or 0.0)
+        cpu_serial, cpu_parallel = fit(cold1.cpu, (coldn.parent or 0.0) + workers / args.jobs, args.jobs)
+        print(f"  {'fit from wall times: serial, parallel':44} {wall_serial:8.2f} {wall_parallel:8.2f}")
+        print(f"  {'fit from CPU times: serial, parallel':44} {cpu_serial:8.2f} {cpu_parallel:8.2f}")
+        with tempfile.TemporaryDirectory() as work:
+            cache = os.path.join(work, "cache")  # devlint creates it (it refuses a folder it did not mark)
+            run(tree.command("--cache-dir", cache, "."), **kwargs)  # fill the cache
+            warm = best(args.repeat, tree.command("--cache-dir", cache, "."), **kwargs)
+        print(row("warm (cache filled)", warm))
+        single = best(args.repeat, tree.command("--no-cache", one), **kwargs)
+        print(row("one file (--no-cache)", single))
+        summary.append((tree.name, coldn.parent, cpu_serial, warm, single))
+
+    peer_rows = {}
+    if ruff is not None:
+        print(f"ruff {ruff}")
+        for name, target in (("cold", "."), ("one file", one)):
+            peer_rows["ruff " + name] = r = best(args.repeat, [ruff, "check", "--select", "F", "--no-cache",
+                                                                "--exit-zero", "--quiet", target], cwd=folder)
+            print(row(f"check --select F --no-cache ({name})", r))
+    if torchfix is not None:
+        print(f"torchfix {torchfix}")
+        runs = (("cold", ".", args.cold_repeat), ("one file", one, args.repeat))
+        for name, target, repeat in runs[1:] if args.no_torchfix_cold else runs:
+            peer_rows["torchfix " + name] = r = best(repeat, [torchfix, "--select", "ALL", target], cwd=folder)
+            print(row(f"--select ALL ({name})", r))
+
+    print("\nsummary (targets: serial under 0.3 s; warm at most 1.5x ruff's cold run)")
+    for name, parent, serial, warm, single in summary:
+        line = f"  {name}: parent CPU {parent or 0:.2f} s, serial (CPU fit) {serial:.2f} s"
+        if "ruff cold" in peer_rows:
+            ruff_cold = peer_rows["ruff cold"]
+            line += (f", warm / ruff: {warm.wall / ruff_cold.wall:.1f}x wall, "
+                     f"{warm.cpu / max(ruff_cold.cpu, 1e-3):.1f}x CPU")
+        if "ruff one file" in peer_rows:
+            line += f", one file / ruff: {single.wall / peer_rows['ruff one file'].wall:.0f}x wall"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

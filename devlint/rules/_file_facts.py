@@ -1,0 +1,219 @@
+"""Facts of other files of the project that the origin of a loaded file rests on (devlint.rules._origins),
+computed with the same analyses as a checked file and kept as plain data:
+
+- the fixtures of the `conftest.py` files from a test's folder up to the project root (the nearest
+  folder holding `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`), nearest first: for each, the kind
+  of what it returns (a tensor makes a test's parameter one, for DL003), where it lives (for a fixture
+  built anew for each test), and whether it returns a path it saved CPU data to;
+- the top-level functions that write one of their parameters with `torch.save`: which parameter, and
+  whether what they save is CPU data of their own or one of their parameters (judged at the call).
+
+Each file is parsed once per process and content (by digest). Every file read, and every `conftest.py`
+looked for and not found, is recorded in the checked file's project view (`observed`, devlint.depends),
+so the result cache checks the file again when one of them changes, appears or goes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from devlint import depends
+from devlint.context import FileContext
+from devlint.syntax import dotted_name, find_arg
+
+ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+MAX_LEVELS = 20
+
+
+@dataclass(frozen=True)
+class FixtureFacts:
+    kind: str | None  # "tensor", "module" or None
+    place: str | None  # "cpu", "device" or None (unknown, or a fixture shared between tests)
+    cpu_file: bool  # returns (or yields) a path it saved CPU data to
+
+
+@dataclass
+class FileOrigins:
+    fixtures: dict = field(default_factory=dict)  # name -> FixtureFacts, or None where defined twice
+    writers: dict = field(default_factory=dict)  # top-level function name -> saves (see writer_facts)
+
+
+_BY_DIGEST: dict[str, FileOrigins | None] = {}
+
+
+# -- a function that writes its path parameter ------------------------------------------------------------
+def writer_facts(ctx: FileContext, function: cst.FunctionDef) -> list | None:
+    """[((index, name) of the path parameter, what is saved: ("cpu",) | ("param", (index, name)) |
+    ("unknown",))] for each write of a parameter of `function`; None when it writes none."""
+    from devlint.rules._origins import LOADERS, SAVERS, WRITER_WORDS, host_value
+
+    params = _parameters(function)
+    found = []
+    for call in _calls(function):
+        names = ctx.qualified_names(call.func)
+        if names & LOADERS:
+            continue
+        if names & SAVERS:
+            path, obj = find_arg(call, "f", 1), find_arg(call, "obj", 0)
+            target = _parameter(ctx, path.value if path is not None else None, params)
+            if target is None:
+                continue
+            source = _parameter(ctx, obj.value if obj is not None else None, params)
+            if source is not None:
+                found.append((target, ("param", source)))
+            else:
+                found.append((target, ("cpu",) if obj is not None and host_value(ctx, obj.value) else ("unknown",)))
+            continue
+        last = (dotted_name(call.func) or "").rsplit(".", 1)[-1].lower()
+        if any(word in last for word in WRITER_WORDS) or last == "open":
+            for arg in call.args:
+                target = _parameter(ctx, arg.value, params)
+                if target is not None:
+                    found.append((target, ("unknown",)))
+    return found or None
+
+
+def _parameters(function: cst.FunctionDef) -> dict[cst.Param, tuple]:
+    positional = list(function.params.posonly_params) + list(function.params.params)
+    found = {param: (index, param.name.value) for index, param in enumerate(positional)}
+    found.update({param: (None, param.name.value) for param in function.params.kwonly_params})
+    return found
+
+
+def _parameter(ctx: FileContext, expr: cst.CSTNode | None, params: dict) -> tuple | None:
+    if not isinstance(expr, cst.Name):
+        return None
+    assignments = ctx.bindings(expr)
+    if len(assignments) == 1 and assignments[0].node in params:
+        return params[assignments[0].node]
+    return None
+
+
+def _calls(function: cst.FunctionDef) -> list[cst.Call]:
+    found, stack = [], [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Call):
+            found.append(node)
+        stack.extend(node.children)
+    return found
+
+
+def writer_saves(ctx: FileContext, call: cst.Call) -> list | None:
+    """writer_facts of the function `call` calls: one of this file, or a top-level one of the project."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        assignments = ctx.bindings(func)
+        if len(assignments) == 1 and isinstance(assignments[0].node, cst.FunctionDef):
+            memo = ctx.__dict__.setdefault("_devlint_writers", {})
+            node = assignments[0].node
+            if node not in memo:
+                memo[node] = writer_facts(ctx, node)
+            return memo[node]
+    view = ctx.project
+    if view is None:
+        return None
+    names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
+    if len(names) != 1 or not (isinstance(func, cst.Name) and func.value in ctx.imported_names
+                               or isinstance(func, cst.Attribute)):
+        return None
+    found = view.definition(names.pop())
+    if found is None:
+        return None
+    origins = _origins(view, found[0])
+    return origins.writers.get(found[1]) if origins is not None else None
+
+
+# -- the fixtures of conftest.py files --------------------------------------------------------------------
+def conftest_fixture(view, name: str) -> FixtureFacts | None:
+    """The facts of the fixture `name` in the nearest `conftest.py` above the checked file that defines it."""
+    for path in conftests(view):
+        origins = _origins(view, path)
+        if origins is None:
+            return None  # (unreadable: it may define it)
+        if name in origins.fixtures:
+            return origins.fixtures[name]
+    return None
+
+
+def conftests(view) -> list[str]:
+    """The `conftest.py` files from the checked file's folder up to the project root, nearest first."""
+    memo = view.__dict__.setdefault("_devlint_conftests", [])
+    if not memo:
+        memo.append(_conftests(view))
+    return memo[0]
+
+
+def _conftests(view) -> list[str]:
+    found = []
+    folder = os.path.dirname(view.path)
+    for _ in range(MAX_LEVELS):
+        candidate = os.path.join(folder, "conftest.py")
+        if candidate != view.path and view.index.isfile(candidate, view.observed):
+            found.append(candidate)
+        if any(view.index.exists(os.path.join(folder, marker), view.observed) for marker in ROOT_MARKERS):
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return found
+
+
+def _origins(view, path: str) -> FileOrigins | None:
+    """The origin facts of a project file, read once per checked file (its view) and parsed once per content."""
+    memo = view.__dict__.setdefault("_devlint_origins", {})
+    if path not in memo:
+        memo[path] = _read_origins(view, path)
+    return memo[path]
+
+
+def _read_origins(view, path: str) -> FileOrigins | None:
+    data, _ = depends.read_regular(path)
+    observed = depends.ABSENT if data is None else depends.digest(data)
+    view.observed[f"{depends.READ}:{path}"] = observed
+    if data is None:
+        return None
+    view.used[path] = observed
+    if observed not in _BY_DIGEST:
+        _BY_DIGEST[observed] = _analyse(data)
+    return _BY_DIGEST[observed]
+
+
+def _analyse(data: bytes) -> FileOrigins | None:
+    from devlint.rules._fixtures import fixture_name, function_scoped, is_fixture, returned_values
+    from devlint.rules._kinds import MODULE, TENSOR
+    from devlint.rules._origins import fixture_writes_cpu
+    from devlint.rules._placement import CPU, DEVICE, join, placement
+
+    try:
+        module = cst.parse_module(data)
+        ctx = FileContext(module)
+        origins = FileOrigins()
+        for statement in module.body:
+            if not isinstance(statement, cst.FunctionDef):
+                continue
+            if is_fixture(ctx, statement):
+                name = fixture_name(ctx, statement)
+                values = returned_values(statement)
+                kinds = {ctx.kinds.of(v) for v in values}
+                kind = kinds.pop() if len(kinds) == 1 else None
+                place = join(placement(ctx).of(v) for v in values) if values and function_scoped(ctx, statement) else None
+                facts = FixtureFacts(
+                    "tensor" if kind is TENSOR else "module" if kind is MODULE else None,
+                    "cpu" if place is CPU else "device" if place is DEVICE else None,
+                    fixture_writes_cpu(ctx, statement),
+                )
+                origins.fixtures[name] = None if name in origins.fixtures else facts
+            elif b"save" in data:
+                saves = writer_facts(ctx, statement)
+                if saves is not None:
+                    origins.writers[statement.name.value] = saves
+        return origins
+    except Exception:  # (a file that does not parse, or too deep: nothing known of it)
+        return None
