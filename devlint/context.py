@@ -295,6 +295,13 @@ class FileContext:
 
         return CudaGuards(self)
 
+    @cached_property
+    def flags(self):
+        """Which conditions are constants devlint can prove (devlint.rules._flags)."""
+        from devlint.rules._flags import Flags
+
+        return Flags(self)
+
     def assigned_value(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The value a plain target is bound to: `value` of `node = value` or `node: T = value`; None for
         any other binding (an unpacking, a loop target, an import, ...)."""

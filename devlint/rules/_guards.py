@@ -70,6 +70,9 @@ from devlint.syntax import calls_in, dotted_name, last_component, name_words, st
 
 TRUE_ONLY = (True, False)  # (true implies CUDA, false implies CUDA)
 FALSE_ONLY = (False, True)
+# A condition proved constant (devlint.rules._flags) implies anything where it never holds: an
+# always-true flag guards nothing and leaves its `else` unreachable, an always-false one the reverse.
+ALWAYS_TRUE, ALWAYS_FALSE = FALSE_ONLY, TRUE_ONLY
 
 _NEGATIONS = {"no", "not", "disable", "disabled", "without", "skip", "dont", "never"}
 _COUNT_WORDS = {"n", "num", "count", "number", "ngpu", "ngpus", "gpus", "nb"}
@@ -336,7 +339,14 @@ class CudaGuards(Implications):
     def _assigned_conditions(self) -> dict[str, list[cst.BaseExpression]]:
         return assigned_values(self.ctx)
 
+    def _constant(self, expr: cst.BaseExpression) -> tuple[bool, bool] | None:
+        truth = self.ctx.flags.truth(expr)
+        return None if truth is None else ALWAYS_TRUE if truth else ALWAYS_FALSE
+
     def _atom(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
+        constant = self._constant(expr)
+        if constant is not None:
+            return constant
         if isinstance(expr, cst.Call):
             name = dotted_name(expr.func) or ""
             if name in {"len", "bool", "any", "all"} and expr.args:
@@ -369,7 +379,9 @@ class CudaGuards(Implications):
     def _name_implies(self, name: str, expr: cst.BaseExpression) -> tuple[bool, bool]:
         values = self._assigned_conditions.get(name, ())
         for value in values:
-            if value is not expr:
+            # a proved constant among several values says nothing of the others (`ok = USE_CUDA`
+            # here, `ok = torch.cuda.is_available()` there): only the run-time ones guard
+            if value is not expr and self.ctx.flags.truth(value) is None:
                 polarity = self.implies(value)
                 if polarity != NOTHING:
                     return polarity
@@ -391,6 +403,9 @@ class CudaGuards(Implications):
         return True
 
     def _comparison(self, expr: cst.Comparison) -> tuple[bool, bool]:
+        constant = self._constant(expr)
+        if constant is not None:
+            return constant
         target = expr.comparisons[0]
         left, op, right = expr.left, target.operator, target.comparator
         positive = isinstance(op, (cst.Equal, cst.Is, cst.In))

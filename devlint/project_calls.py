@@ -1,0 +1,165 @@
+"""How the project uses a name: the calls of a function, and whether anything could change it unseen.
+
+A flag parameter with a literal default (`def one_hot(idx, size, cuda=True)`) is a constant when no
+call in the project passes it; a module-level constant (`USE_CUDA = True`) stays one when no file
+assigns it from outside (`config.USE_CUDA = args.cuda`). devlint.rules._flags asks `uses(name)`:
+
+- `calls`: each call whose callee is written `name(...)` or `<anything>.name(...)`: how many positional
+  arguments it passes, its keywords, and whether it unpacks `*args`/`**kwargs`. Matching by the last
+  name alone over-approximates the callers (another object's method of the same name counts too):
+  more callers can only make a parameter look passed;
+- `referenced`: the name is used other than as the callee of a call (`map(one_hot, xs)`,
+  `partial(one_hot, cuda=False)`, `fn = one_hot`, `getattr(m, "one_hot")`): calls devlint cannot see;
+- `stored`: an attribute of that name is assigned or deleted on anything but `self`/`cls`
+  (`config.USE_CUDA = False`, `setattr(config, "USE_CUDA", v)`).
+
+The files are the project's `.py` files, listed as devlint.importers lists them (from the project root;
+without a root marker, the top package's folder and its packages). The checked file itself is read from
+the text being checked. Every file read (its digest) and every folder listed is recorded in the
+ProjectView's observations (devlint.depends), so a cached result is checked again when any caller
+changes, or a file is added or removed. A project too large to list answers None (unknown).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from dataclasses import dataclass
+
+from devlint import depends
+from devlint.importers import MAX_FILES, _SKIPPED
+from devlint.project import _ROOT_MARKERS
+
+
+@dataclass(frozen=True)
+class Call:
+    positional: int  # positional arguments passed (starred ones excluded)
+    keywords: frozenset  # keyword names passed
+    unpacks: bool  # a `*args` or `**kwargs`: may pass anything
+
+
+@dataclass(frozen=True)
+class Uses:
+    calls: tuple = ()
+    referenced: bool = False
+    stored: bool = False
+
+
+_NOTHING = Uses()
+
+
+def uses(name: str, own_code: str, view) -> Uses | None:
+    """How the project (the checked file's text `own_code`, and the other files `view` can list) uses
+    `name`; None when it cannot be known (a project too large to list, a file that does not parse)."""
+    own = _summarise(name, own_code)
+    if own is None:
+        return None
+    found = [own]
+    if view is not None:
+        files = _project_files(view)
+        if files is None:
+            return None
+        for path in files:
+            if path == view.path:
+                continue
+            data, _ = depends.read_regular(path)
+            observed = depends.ABSENT if data is None else depends.digest(data)
+            view.observed[f"{depends.READ}:{path}"] = observed
+            if data is None:
+                return None  # (unreadable or too large: it may call anything)
+            if name.encode() not in data:
+                continue
+            summary = _cached_summary(view.index, name, observed, data)
+            if summary is None:
+                return None
+            found.append(summary)
+    return Uses(
+        calls=tuple(c for u in found for c in u.calls),
+        referenced=any(u.referenced for u in found),
+        stored=any(u.stored for u in found),
+    )
+
+
+def _cached_summary(index, name: str, observed: str, data: bytes) -> Uses | None:
+    memo = index.__dict__.setdefault("_name_uses", {})
+    key = (observed, name)
+    if key not in memo:
+        if len(memo) > 50_000:
+            memo.clear()
+        memo[key] = _summarise(name, data)
+    return memo[key]
+
+
+def _summarise(name: str, source: str | bytes) -> Uses | None:
+    if (name.encode() if isinstance(source, bytes) else name) not in source:
+        return _NOTHING
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    callees: set[int] = set()
+    calls: list[Call] = []
+    referenced = stored = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if called == name:
+            callees.add(id(func))
+            calls.append(Call(
+                positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
+                keywords=frozenset(k.arg for k in node.keywords if k.arg is not None),
+                unpacks=any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords),
+            ))
+        elif called in {"getattr", "setattr", "delattr", "hasattr"} and len(node.args) >= 2:
+            key = node.args[1]
+            if not isinstance(key, ast.Constant) or key.value == name:
+                # `getattr(m, "one_hot")` calls what devlint cannot follow; a computed name may be any
+                referenced = referenced or called in {"getattr", "hasattr"}
+                stored = stored or called in {"setattr", "delattr"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            referenced = referenced or id(node) not in callees
+        elif isinstance(node, ast.Attribute) and node.attr == name:
+            if isinstance(node.ctx, ast.Load):
+                referenced = referenced or id(node) not in callees
+            elif not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
+                stored = True
+    return Uses(tuple(calls), referenced, stored)
+
+
+def _project_files(view) -> list[str] | None:
+    """The project's `.py` files, each folder listed recorded as an observation."""
+    roots = view.index.search_roots(view.path, view.observed)
+    root = next((r for r in roots if any(view.index.exists(os.path.join(r, m), view.observed)
+                                         for m in _ROOT_MARKERS)), None)
+    marked = root is not None
+    root = root if marked else roots[0]
+    listings = view.index.listings
+    key = f"calls:{int(marked)}:{root}"
+    if key not in listings:
+        listings[key] = _walk(root, marked)
+    found = listings[key]
+    if found is None:
+        return None
+    paths, folders = found
+    for folder, listed in folders:
+        view.observed[f"{depends.LIST}:{folder}"] = listed
+    return paths
+
+
+def _walk(root: str, marked: bool):
+    paths: list[str] = []
+    folders: list[tuple[str, str]] = []
+    for folder, subfolders, names in os.walk(root):
+        folders.append((folder, depends.listing(folder)))
+        subfolders[:] = sorted(f for f in subfolders if not f.startswith(".") and f not in _SKIPPED and (
+            marked or os.path.isfile(os.path.join(folder, f, "__init__.py"))))
+        paths += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
+        if len(paths) > MAX_FILES:
+            return None
+    return paths, folders
