@@ -27,7 +27,9 @@ only for
 
 The guards read a proved condition as vacuous logic: an always-true flag guards nothing
 (`if USE_CUDA: x.cuda()` is flagged as if unguarded) and makes its `else` unreachable; an always-false
-one makes its branch unreachable, dead code in which nothing is flagged.
+one makes its branch unreachable, dead code in which nothing is flagged. A skip marker with a proved
+condition (`@pytest.mark.skipif(True, reason="flaky")`) is no exception: the skip is meant to be lifted
+and says nothing about CUDA, so the test's code is checked as if it ran.
 """
 
 from __future__ import annotations
