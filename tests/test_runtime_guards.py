@@ -368,3 +368,22 @@ def test_a_module_constant_another_file_assigns_is_a_guard(project):
     assert cached_and_fresh(project, "settings.py") == ([("settings.py", "DL001")],) * 2
     write(project / "main.py", "import settings\nsettings.USE_CUDA = False\n")
     assert cached_and_fresh(project, "settings.py") == ([], [])
+
+
+# -- DL015: the message says what the fix does ------------------------------------------------------------
+def test_dl015_message_names_what_its_fix_does():
+    from tests.helpers import lint
+
+    source = ("import torch\ntorch.cuda.synchronize()\ntorch.cuda.set_device(0)\nstart = torch.cuda.Event()\n"
+              "name = torch.cuda.get_device_name(0)\n")
+    findings = lint(source, "DL015")
+    assert len(findings) == 4
+    for finding in findings:
+        title = finding.fix.title
+        if title.startswith("Use `torch.accelerator."):
+            call = title.split("`")[1]
+            assert f"`{call}` (PyTorch >= 2.6), which still needs an accelerator" in finding.message
+            assert "still raises without an accelerator" in title
+        else:
+            assert title.startswith("Guard ") and "torch.cuda.is_available()" in title
+            assert finding.message.endswith("guard it with `torch.cuda.is_available()`")
