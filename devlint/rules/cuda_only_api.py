@@ -33,6 +33,7 @@ class CudaOnlyApi(Rule):
     `torch.cuda.synchronize()`, `set_device`, `current_device`, `get_device_name`,
     `get_device_properties`, `get_device_capability`, `mem_get_info`, `current_stream`,
     `default_stream`, `reset_peak_memory_stats`, `Event` and `Stream` (through any import alias).
+
     A constant flag guards nothing (as for DL001): after `USE_CUDA = True`, `if USE_CUDA:
     torch.cuda.synchronize()` is flagged; and `FusedNorm = None` re-bound by `from apex import FusedNorm`
     in a `try` makes `FusedNorm(...)` reachable, so the calls in its arguments are flagged.
