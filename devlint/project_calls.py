@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+import unicodedata
 import warnings
 from dataclasses import dataclass
 
@@ -63,14 +65,13 @@ def uses(name: str, own_code: str, view) -> Uses | None:
         for path in files:
             if path == view.path:
                 continue
-            data, _ = depends.read_regular(path)
-            observed = depends.ABSENT if data is None else depends.digest(data)
+            observed, words = _words(view.index, path)
             view.observed[f"{depends.READ}:{path}"] = observed
-            if data is None:
+            if words is None:
                 return None  # (unreadable or too large: it may call anything)
-            if name.encode() not in data:
+            if name not in words:
                 continue
-            summary = _cached_summary(view.index, name, observed, data)
+            summary = _cached_summary(view.index, name, path, observed)
             if summary is None:
                 return None
             found.append(summary)
@@ -81,10 +82,40 @@ def uses(name: str, own_code: str, view) -> Uses | None:
     )
 
 
-def _cached_summary(index, name: str, observed: str, data: bytes) -> Uses | None:
+_WORD = re.compile(r"[^\W\d]\w*")
+
+
+def _words(index, path: str) -> tuple[str, frozenset | None]:
+    """(the digest of the file at `path`, or ABSENT; the identifiers it mentions, None when unreadable),
+    kept per process while the file's size and time stay the same: a project-wide run reads each file
+    once, not once per file that asks."""
+    memo = index.__dict__.setdefault("_file_words", {})
+    try:
+        info = os.stat(path)
+        stamp = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+    except (OSError, ValueError):
+        return depends.ABSENT, None
+    known = memo.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1], known[2]
+    data, _ = depends.read_regular(path)
+    if data is None:
+        return depends.ABSENT, None
+    # Python reads identifiers in NFKC form (`ｏｎｅ_ｈｏｔ(...)` calls `one_hot`): so are the words here
+    words = {w if w.isascii() else unicodedata.normalize("NFKC", w)
+             for w in _WORD.findall(data.decode("utf-8", "replace"))}
+    found = (depends.digest(data), frozenset(words))
+    memo[path] = (stamp, *found)
+    return found
+
+
+def _cached_summary(index, name: str, path: str, observed: str) -> Uses | None:
     memo = index.__dict__.setdefault("_name_uses", {})
     key = (observed, name)
     if key not in memo:
+        data, _ = depends.read_regular(path)
+        if data is None or depends.digest(data) != observed:
+            return None  # (changed while read: unknown, and the cache entry will miss)
         if len(memo) > 50_000:
             memo.clear()
         memo[key] = _summarise(name, data)
@@ -92,8 +123,8 @@ def _cached_summary(index, name: str, observed: str, data: bytes) -> Uses | None
 
 
 def _summarise(name: str, source: str | bytes) -> Uses | None:
-    if (name.encode() if isinstance(source, bytes) else name) not in source:
-        return _NOTHING
+    if source.isascii() and (name.encode() if isinstance(source, bytes) else name) not in source:
+        return _NOTHING  # (with other characters, an identifier may be written in another form)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
