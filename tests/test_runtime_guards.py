@@ -138,6 +138,37 @@ CASES = {
         if gpu:
             y = torch.zeros(1).cuda()
     """,
+    "scopes_resolved_without_libcst": """
+        import torch
+        cuda = True
+        def f(x, cuda):
+            if cuda:
+                x = x.cuda()
+            return x
+        def g(x):
+            if cuda:
+                x = x.cuda()  # X
+            def inner():
+                nonlocal x
+                if cuda:
+                    return x.cuda()  # X
+            return [y.cuda() for y in x if cuda]  # X
+        def h(x):
+            cuda = x.is_cuda
+            return x.cuda() if cuda else x
+        def k(x):
+            def use_gpu():
+                return True
+            if use_gpu:
+                x = x.cuda()
+            match x:
+                case [*gpu]:
+                    pass
+            gpu = True
+            if gpu:
+                x = x.cuda()
+            return x
+    """,
     # -- run-time sources stay guards ---------------------------------------------------------------
     "argparse_env_device_type": """
         import argparse, os, torch

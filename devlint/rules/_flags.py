@@ -10,7 +10,7 @@ real run-time guard must not be flagged, so a flag is a guard unless this module
 only for
 
 - a literal: `True`, `False`, `None`, a number, a string;
-- a plain name whose every binding that reaches it (LibCST's scopes: module, function, `global`) is
+- a plain name whose every binding that may reach it (devlint.rules._reaching) is
   `name = <literal>` with one value: `USE_CUDA = True`. Not when anything else binds it (an import, a
   parameter, a loop, `try: from apex import FusedNorm except ImportError: FusedNorm = None`, an
   argparse result), when the file uses `globals()`, `vars()`, `exec` or `eval`, when a star import
@@ -39,6 +39,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from devlint.rules._reaching import reaching_sites
 from devlint.syntax import calls_in, dotted_name
 
 _UNKNOWN = object()
@@ -139,11 +140,10 @@ class Flags:
 
     def _name_value(self, name: cst.Name):
         if not self._may_be_constant(name.value):
-            return _UNKNOWN  # (cheap: most names have no literal binding at all, and need no scopes)
-        assignments = self.ctx.bindings(name)
-        if not assignments:
-            return _UNKNOWN  # a builtin, a star import, an undefined name
-        nodes = [a.node for a in assignments]
+            return _UNKNOWN  # (cheap: most names have no literal binding at all)
+        nodes = reaching_sites(self.ctx, name)
+        if not nodes:
+            return _UNKNOWN  # bound otherwise (an import, a `def`), or not here: a builtin, a star import
         if len(nodes) == 1 and isinstance(nodes[0], cst.Param):
             return self._parameter_value(nodes[0])
         values = [_literal(self.ctx.assigned_value(n)) if isinstance(n, cst.Name) else _UNKNOWN for n in nodes]
@@ -152,7 +152,7 @@ class Flags:
             return _UNKNOWN
         if self._rebinds_dynamically or self._star_import_after(nodes):
             return _UNKNOWN
-        if any(self.ctx.enclosing(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) is None for n in nodes) or \
+        if any(self.ctx.enclosing(n, (cst.FunctionDef, cst.Lambda)) is None for n in nodes) or \
                 self._declared_global(name.value):
             uses = self._project_uses(name.value)
             if uses is None or uses.stored:
