@@ -48,16 +48,29 @@ class Uses:
     stored: bool = False
 
 
-_NOTHING = Uses()
+@dataclass(frozen=True)
+class FileUses:
+    """What one file does with every name, read in one parse."""
+
+    calls: dict  # callee name -> tuple of Call
+    referenced: frozenset  # names used other than as a callee
+    stored: frozenset  # attribute names assigned or deleted (not on self/cls)
+    dynamic_get: bool  # `getattr(m, name)` with a computed name: may call anything
+    dynamic_set: bool  # `setattr(m, name, v)` with a computed name: may assign anything
+
+    def uses(self, name: str) -> Uses:
+        return Uses(self.calls.get(name, ()), self.dynamic_get or name in self.referenced,
+                    self.dynamic_set or name in self.stored)
 
 
 def uses(name: str, own_code: str, view) -> Uses | None:
     """How the project (the checked file's text `own_code`, and the other files `view` can list) uses
     `name`; None when it cannot be known (a project too large to list, a file that does not parse)."""
-    own = _summarise(name, own_code)
+    index = view.index if view is not None else None
+    own = _memo_summary(index, "own:" + depends.digest(own_code.encode("utf-8", "surrogatepass")), own_code)
     if own is None:
         return None
-    found = [own]
+    found = [own.uses(name)]
     if view is not None:
         files = _project_files(view)
         if files is None:
@@ -71,10 +84,13 @@ def uses(name: str, own_code: str, view) -> Uses | None:
                 return None  # (unreadable or too large: it may call anything)
             if name not in words:
                 continue
-            summary = _cached_summary(view.index, name, path, observed)
+            data, _ = depends.read_regular(path) if observed not in _summaries(index) else (None, None)
+            if data is not None and depends.digest(data) != observed:
+                return None  # (changed while read: unknown, and the cache entry will miss)
+            summary = _memo_summary(index, observed, data)
             if summary is None:
                 return None
-            found.append(summary)
+            found.append(summary.uses(name))
     return Uses(
         calls=tuple(c for u in found for c in u.calls),
         referenced=any(u.referenced for u in found),
@@ -109,22 +125,23 @@ def _words(index, path: str) -> tuple[str, frozenset | None]:
     return found
 
 
-def _cached_summary(index, name: str, path: str, observed: str) -> Uses | None:
-    memo = index.__dict__.setdefault("_name_uses", {})
-    key = (observed, name)
+def _summaries(index) -> dict:
+    return index.__dict__.setdefault("_file_uses", {}) if index is not None else {}
+
+
+def _memo_summary(index, key: str, source) -> FileUses | None:
+    memo = _summaries(index)
     if key not in memo:
-        data, _ = depends.read_regular(path)
-        if data is None or depends.digest(data) != observed:
-            return None  # (changed while read: unknown, and the cache entry will miss)
-        if len(memo) > 50_000:
+        if len(memo) > 20_000:
             memo.clear()
-        memo[key] = _summarise(name, data)
+        memo[key] = _summarise(source)
     return memo[key]
 
 
-def _summarise(name: str, source: str | bytes) -> Uses | None:
-    if source.isascii() and (name.encode() if isinstance(source, bytes) else name) not in source:
-        return _NOTHING  # (with other characters, an identifier may be written in another form)
+_REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}
+
+
+def _summarise(source: str | bytes) -> FileUses | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -132,35 +149,45 @@ def _summarise(name: str, source: str | bytes) -> Uses | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
     callees: set[int] = set()
-    calls: list[Call] = []
-    referenced = stored = False
-    for node in ast.walk(tree):
+    calls: dict[str, list[Call]] = {}
+    referenced: set[str] = set()
+    stored: set[str] = set()
+    dynamic_get = dynamic_set = False
+    nodes = list(ast.walk(tree))
+    for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
         called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if called == name:
-            callees.add(id(func))
-            calls.append(Call(
-                positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
-                keywords=frozenset(k.arg for k in node.keywords if k.arg is not None),
-                unpacks=any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords),
-            ))
-        elif called in {"getattr", "setattr", "delattr", "hasattr"} and len(node.args) >= 2:
+        if called is None:
+            continue
+        callees.add(id(func))
+        calls.setdefault(called, []).append(Call(
+            positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
+            keywords=frozenset(k.arg for k in node.keywords if k.arg is not None),
+            unpacks=any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords),
+        ))
+        if called in _REFLECTION and len(node.args) >= 2:
+            # `getattr(m, "one_hot")` calls what devlint cannot follow; a computed name may be any
             key = node.args[1]
-            if not isinstance(key, ast.Constant) or key.value == name:
-                # `getattr(m, "one_hot")` calls what devlint cannot follow; a computed name may be any
-                referenced = referenced or called in {"getattr", "hasattr"}
-                stored = stored or called in {"setattr", "delattr"}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
-            referenced = referenced or id(node) not in callees
-        elif isinstance(node, ast.Attribute) and node.attr == name:
+            getting = called in {"getattr", "hasattr"}
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                (referenced if getting else stored).add(key.value)
+            elif getting:
+                dynamic_get = True
+            else:
+                dynamic_set = True
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in callees:
+            referenced.add(node.id)
+        elif isinstance(node, ast.Attribute):
             if isinstance(node.ctx, ast.Load):
-                referenced = referenced or id(node) not in callees
+                if id(node) not in callees:
+                    referenced.add(node.attr)
             elif not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
-                stored = True
-    return Uses(tuple(calls), referenced, stored)
+                stored.add(node.attr)
+    return FileUses({k: tuple(v) for k, v in calls.items()}, frozenset(referenced), frozenset(stored),
+                    dynamic_get, dynamic_set)
 
 
 def _project_files(view) -> list[str] | None:
