@@ -203,7 +203,7 @@ class Flags:
         if name not in self._uses:
             from devlint.project_calls import uses
 
-            self._uses[name] = uses(name, self.ctx.module.code, self.ctx.project)
+            self._uses[name] = uses(name, self.ctx.source, self.ctx.project)
         return self._uses[name]
 
     @cached_property
