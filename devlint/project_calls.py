@@ -82,7 +82,7 @@ def uses(name: str, own_code: str, view) -> Uses | None:
             view.observed[f"{depends.READ}:{path}"] = observed
             if words is None:
                 return None  # (unreadable or too large: it may call anything)
-            if name not in words:
+            if name not in words and not words & _DYNAMIC_WORDS:
                 continue
             data, _ = depends.read_regular(path) if observed not in _summaries(index) else (None, None)
             if data is not None and depends.digest(data) != observed:
@@ -139,6 +139,8 @@ def _memo_summary(index, key: str, source) -> FileUses | None:
 
 
 _REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}
+# what reaches a name without writing it: `getattr(models, name)(...)`, `vars(config)[k] = v`
+_DYNAMIC_WORDS = frozenset(_REFLECTION | {"vars", "__dict__"})
 
 
 def _summarise(source: str | bytes) -> FileUses | None:
@@ -178,6 +180,11 @@ def _summarise(source: str | bytes) -> FileUses | None:
             else:
                 dynamic_set = True
     for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+            dynamic_set = True  # `vars(config)[k] = v` may assign any attribute
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__" and not (
+                isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
+            dynamic_set = True
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in callees:
             referenced.add(node.id)
         elif isinstance(node, ast.Attribute):

@@ -381,6 +381,16 @@ def test_a_call_in_another_file_that_passes_the_flag_keeps_the_guard(project):
     assert cached == fresh == []
 
 
+@pytest.mark.parametrize("caller", [
+    "import models\n\ndef build(name, *args):\n    return getattr(models, name)(*args)\n",
+    "from models import one_hot\n\nencoders = {'one_hot': one_hot}\n",
+    "from models import one_hot\n\ndef rows(options):\n    return one_hot(0, 10, **options)\n",
+])
+def test_a_call_devlint_cannot_read_keeps_the_guard(project, caller):
+    write(project / "registry.py", caller)
+    assert cached_and_fresh(project, ".") == ([], [])
+
+
 def test_the_cached_result_follows_the_callers(project):
     """Issue 29's rule: a cached pass or finding never outlives a change of a caller."""
     assert cached_and_fresh(project, "models.py") == ([("models.py", "DL001")],) * 2

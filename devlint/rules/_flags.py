@@ -69,13 +69,30 @@ class Flags:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self._uses: dict[str, object] = {}
+        self._memo: dict = {}
+        self._depth = 0
 
     def truth(self, expr: cst.BaseExpression) -> bool | None:
         value = self._value(expr)
         return None if value is _UNKNOWN else bool(value)
 
     # -- values ---------------------------------------------------------------------------------
+    MAX_DEPTH = 40  # deeper expressions are unknown: generated code, never a flag
+
     def _value(self, expr: cst.BaseExpression):
+        """Memoised per node (the guards and `unreachable` ask about the same subexpressions again)."""
+        memo = self._memo
+        if expr not in memo:
+            if self._depth >= self.MAX_DEPTH:
+                return _UNKNOWN
+            self._depth += 1
+            try:
+                memo[expr] = self._compute(expr)
+            finally:
+                self._depth -= 1
+        return memo[expr]
+
+    def _compute(self, expr: cst.BaseExpression):
         if isinstance(expr, cst.Name):
             if expr.value in _CONSTANT_NAMES:
                 return _CONSTANT_NAMES[expr.value]

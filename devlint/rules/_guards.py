@@ -55,7 +55,11 @@ Code is *guarded* when it sits
   such an extension for one code path and serve the CPU on others, so it is not covered;
 * under `if A:` in a test skipped by `skipif(A and not cuda)`.
 
-Precision comes first, so the recognition is generous.
+Precision comes first, so the recognition is generous. One exception is proved, never guessed: a
+condition devlint.rules._flags proves constant (`USE_CUDA = True` and nothing else binds it, a
+parameter's literal default no call in the project passes, `FusedNorm is None` with `FusedNorm = None`
+never re-bound) asks nothing at run time. It guards nothing, whatever its name says, and the branch it
+never takes is dead code (nothing in it is flagged, by any rule: devlint.rule.Rule.report).
 """
 
 from __future__ import annotations
