@@ -55,22 +55,32 @@ class FileUses:
     calls: dict  # callee name -> tuple of Call
     referenced: frozenset  # names used other than as a callee
     stored: frozenset  # attribute names assigned or deleted (not on self/cls)
-    dynamic_get: bool  # `getattr(m, name)` with a computed name: may call anything
-    dynamic_set: bool  # `setattr(m, name, v)` with a computed name: may assign anything
+    # the root names of the objects a computed `getattr(m, name)` reads and a computed `setattr`,
+    # `vars(m)[k] = v` or `m.__dict__` writes ("*": not a plain name chain), and the names imports bind
+    dynamic_get: frozenset
+    dynamic_set: frozenset
+    modules: frozenset
 
-    def uses(self, name: str) -> Uses:
-        return Uses(self.calls.get(name, ()), self.dynamic_get or name in self.referenced,
-                    self.dynamic_set or name in self.stored)
+    def uses(self, name: str, module: str | None) -> Uses:
+        """`module`: the stem of the module defining `name` at its top level (a function, a constant),
+        reached by a computed name only through that module (`getattr(models, f)`, `sys.modules`);
+        None for a method, reached through any object that is not an imported module."""
+        def reaches(roots: frozenset) -> bool:
+            if module is not None:
+                return bool(roots & {module, "sys", "*"})
+            return bool(roots - self.modules)
+        return Uses(self.calls.get(name, ()), name in self.referenced or reaches(self.dynamic_get),
+                    name in self.stored or reaches(self.dynamic_set))
 
 
-def uses(name: str, own_code: str, view) -> Uses | None:
+def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | None:
     """How the project (the checked file's text `own_code`, and the other files `view` can list) uses
     `name`; None when it cannot be known (a project too large to list, a file that does not parse)."""
     index = view.index if view is not None else None
     own = _memo_summary(index, "own:" + depends.digest(own_code.encode("utf-8", "surrogatepass")), own_code)
     if own is None:
         return None
-    found = [own.uses(name)]
+    found = [own.uses(name, module)]
     if view is not None:
         files = _project_files(view)
         if files is None:
@@ -90,7 +100,7 @@ def uses(name: str, own_code: str, view) -> Uses | None:
             summary = _memo_summary(index, observed, data)
             if summary is None:
                 return None
-            found.append(summary.uses(name))
+            found.append(summary.uses(name, module))
     return Uses(
         calls=tuple(c for u in found for c in u.calls),
         referenced=any(u.referenced for u in found),
@@ -154,8 +164,11 @@ def _summarise(source: str | bytes) -> FileUses | None:
     calls: dict[str, list[Call]] = {}
     referenced: set[str] = set()
     stored: set[str] = set()
-    dynamic_get = dynamic_set = False
+    dynamic_get: set[str] = set()
+    dynamic_set: set[str] = set()
     nodes = list(ast.walk(tree))
+    modules = {(a.asname or a.name).split(".")[0] for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom))
+               for a in node.names}
     for node in nodes:
         if not isinstance(node, ast.Call):
             continue
@@ -175,16 +188,14 @@ def _summarise(source: str | bytes) -> FileUses | None:
             getting = called in {"getattr", "hasattr"}
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 (referenced if getting else stored).add(key.value)
-            elif getting:
-                dynamic_get = True
             else:
-                dynamic_set = True
+                (dynamic_get if getting else dynamic_set).add(_root(node.args[0]))
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
-            dynamic_set = True  # `vars(config)[k] = v` may assign any attribute
+            dynamic_set.add(_root(node.args[0]))  # `vars(config)[k] = v` may assign any attribute
         elif isinstance(node, ast.Attribute) and node.attr == "__dict__" and not (
                 isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
-            dynamic_set = True
+            dynamic_set.add(_root(node.value))
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in callees:
             referenced.add(node.id)
         elif isinstance(node, ast.Attribute):
@@ -194,7 +205,14 @@ def _summarise(source: str | bytes) -> FileUses | None:
             elif not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
                 stored.add(node.attr)
     return FileUses({k: tuple(v) for k, v in calls.items()}, frozenset(referenced), frozenset(stored),
-                    dynamic_get, dynamic_set)
+                    frozenset(dynamic_get), frozenset(dynamic_set), frozenset(modules))
+
+
+def _root(node) -> str:
+    """`config` for `config`, `config.sub`, `config[0].x`; "*" for anything else (a call's result)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else "*"
 
 
 def _project_files(view) -> list[str] | None:

@@ -171,7 +171,7 @@ class Flags:
             return _UNKNOWN
         if any(self.ctx.enclosing(n, (cst.FunctionDef, cst.Lambda)) is None for n in nodes) or \
                 self._declared_global(name.value):
-            uses = self._project_uses(name.value)
+            uses = self._project_uses(name.value, self._module_stem)
             if uses is None or uses.stored:
                 return _UNKNOWN  # another file may assign it: `config.USE_CUDA = args.cuda`
         return first
@@ -199,7 +199,8 @@ class Flags:
         if method and (name.startswith("__") or name in _FRAMEWORK_METHODS or name.startswith("on_")
                        or name.endswith(("_step", "_epoch_end", "_hook"))):
             return _UNKNOWN
-        uses = self._project_uses(name)
+        top_level = isinstance(block, cst.Module)
+        uses = self._project_uses(name, self._module_stem if top_level else None)
         if uses is None or uses.referenced:
             return _UNKNOWN
         keyword = param.name.value
@@ -216,12 +217,22 @@ class Flags:
                 return _UNKNOWN
         return value
 
-    def _project_uses(self, name: str):
-        if name not in self._uses:
+    def _project_uses(self, name: str, module: str | None):
+        key = (name, module)
+        if key not in self._uses:
             from devlint.project_calls import uses
 
-            self._uses[name] = uses(name, self.ctx.source, self.ctx.project)
-        return self._uses[name]
+            self._uses[key] = uses(name, self.ctx.source, self.ctx.project, module)
+        return self._uses[key]
+
+    @cached_property
+    def _module_stem(self) -> str:
+        """The name other files import this one by (`models` for models.py; `pkg` for its __init__)."""
+        import os
+
+        path = getattr(self.ctx.project, "path", None) or "<stdin>.py"
+        stem = os.path.splitext(os.path.basename(path))[0]
+        return os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem
 
     @cached_property
     def _rebinds_dynamically(self) -> bool:
