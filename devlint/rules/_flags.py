@@ -196,7 +196,7 @@ class Flags:
             return _UNKNOWN
         block = self.ctx.parent(function)
         method = isinstance(self.ctx.parent(block), cst.ClassDef) if block is not None else False
-        if method and (name.startswith("__") or name in _FRAMEWORK_METHODS or name.startswith("on_")
+        if method and (name.startswith(("__", "on_")) or name in _FRAMEWORK_METHODS
                        or name.endswith(("_step", "_epoch_end", "_hook"))):
             return _UNKNOWN
         top_level = isinstance(block, cst.Module)
