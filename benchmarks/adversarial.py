@@ -26,6 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ["tests/test_adversarial.py::test_adversarial_files", "tests/test_fuzz.py"]
 CACHE_RACE_PROJECTS = 3  # random projects of the cache-race fuzz per batch (20 rounds each)
+# A batch's time limit catches a hang; it does not shrink as the run's end nears: a batch of 200 examples
+# took 14 minutes on a loaded 2-core machine, so one started late timed out without hanging.
+BATCH_TIMEOUT = 30 * 60
 
 
 def run_batch(seed: int, examples: int, chain: int, log: Path, timeout: float) -> tuple[str, int]:
@@ -73,7 +76,7 @@ def main() -> int:
     while time.monotonic() < deadline:
         seed = random.randrange(2**32)
         outcome, _ = run_batch(seed, args.batch, args.chain, args.logs / f"seed-{seed}.log",
-                               timeout=max(60.0, deadline - time.monotonic() + 600))
+                               timeout=max(BATCH_TIMEOUT, deadline - time.monotonic() + 600))
         batches += 1
         counts[outcome] += 1
         if outcome == "ok":

@@ -32,7 +32,9 @@ class FileContext:
     are all settled without them (a guarded `.cuda()`, a `load` that is not torch's) never pays for it.
     """
 
-    def __init__(self, module: cst.Module, options: FixOptions | None = None, project=None) -> None:
+    def __init__(self, module: cst.Module, options: FixOptions | None = None, project=None,
+                 text: str | None = None) -> None:
+        self._text = text  # the text `module` was parsed from, when the caller has it (see `source`)
         self.options = options or FixOptions()
         if not self.options.device_name.isascii():
             self.options = dataclasses.replace(self.options, device_name=identifier(self.options.device_name))
@@ -54,6 +56,11 @@ class FileContext:
             if parent is not None:
                 self.parents[node] = parent
             self.nodes_by_type.setdefault(type(node), []).append(node)
+
+    @cached_property
+    def source(self) -> str:
+        """The file's text (regenerating it from the tree costs as much as a parse: asked rarely)."""
+        return self._text if self._text is not None else self.module.code
 
     @cached_property
     def positions(self) -> LazyPositions:
@@ -294,6 +301,13 @@ class FileContext:
         from devlint.rules._guards import CudaGuards
 
         return CudaGuards(self)
+
+    @cached_property
+    def flags(self):
+        """Which conditions are constants devlint can prove (devlint.rules._flags)."""
+        from devlint.rules._flags import Flags
+
+        return Flags(self)
 
     def assigned_value(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The value a plain target is bound to: `value` of `node = value` or `node: T = value`; None for

@@ -5,6 +5,9 @@ Each observation is keyed by `<probe>:<absolute path>`:
 
 - `r:` the file was read for its facts: the digest of its bytes, or ABSENT when it is missing, not a
   regular file (a folder, a FIFO, a device), unreadable, or over READ_LIMIT: what the index saw then;
+- `l:` the folder was listed for the project's files (devlint.project_calls): the digest of its `.py`
+  files and folders (marking those that hold `__init__.py`): adding a file that calls a function is
+  a change;
 - `f:`, `d:`, `e:` the path was asked whether it is a regular file, a folder, or exists at all:
   "1" or "0". A file looked for and not found (`data.py` before `data/`, a `.git` that marks the
   project root) is recorded too: creating it changes where an import resolves.
@@ -23,7 +26,7 @@ import stat
 # The largest file the project index reads (a bigger one is not summarised: ABSENT).
 READ_LIMIT = 4 * 1024 * 1024
 ABSENT = "-"
-READ, IS_FILE, IS_DIR, EXISTS = "r", "f", "d", "e"
+READ, IS_FILE, IS_DIR, EXISTS, LIST = "r", "f", "d", "e", "l"
 _TESTS = {IS_FILE: stat.S_ISREG, IS_DIR: stat.S_ISDIR, EXISTS: lambda mode: True}
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
 
@@ -70,6 +73,23 @@ def holds(probe: str, path: str) -> bool:
         return False
 
 
+def listing(folder: str) -> str:
+    """What a folder holds that a project listing reads: its `.py` files and its folders (with `+` for
+    a package), as a digest; ABSENT when it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            names = []
+            for entry in entries:
+                if entry.is_dir():
+                    package = os.path.isfile(os.path.join(entry.path, "__init__.py"))
+                    names.append(f"{entry.name}/{'+' if package else ''}")
+                elif entry.name.endswith(".py"):
+                    names.append(entry.name)
+    except (OSError, ValueError):
+        return ABSENT
+    return digest("\n".join(sorted(names)).encode("utf-8", "surrogateescape"))
+
+
 def observe(name: str) -> str | None:
     """What the observation `name` (`<probe>:<path>`) finds now; None for a name devlint never writes."""
     probe, _, path = name.partition(":")
@@ -80,6 +100,8 @@ def observe(name: str) -> str | None:
         return ABSENT if data is None else digest(data)
     if probe in _TESTS:
         return "1" if holds(probe, path) else "0"
+    if probe == LIST:
+        return listing(path)
     return None
 
 

@@ -180,7 +180,7 @@ def _rule_findings(text: str, config: Config, rules: tuple, project=None) -> lis
         if summarise(text) is not None:  # the interpreter reads it: LibCST's limitation, not the user's error
             raise cannot_parse(exc.message) from None
         raise
-    ctx = FileContext(module, config.fix_options, project)
+    ctx = FileContext(module, config.fix_options, project, text=text)
     checkers = [rule(ctx) for rule in rules]
     for node_type, nodes in ctx.nodes_by_type.items():
         for index, method in _dispatch(rules).get(node_type.__name__, ()):

@@ -60,6 +60,8 @@ class Rule:
 
     def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None,
                start_node: cst.CSTNode | None = None) -> None:
+        if self.ctx.flags.unreachable(node):
+            return  # dead code: a branch a proved constant never takes (devlint.rules._flags)
         start, _ = self.ctx.span(start_node or node)
         _, end = self.ctx.span(node)
         statement = self.ctx.enclosing(node, cst.SimpleStatementLine)

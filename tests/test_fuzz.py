@@ -115,6 +115,10 @@ def device_programs(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
+# A module-level definition the fixer inserts, as the first line of its own block
+DEFINITION = re.compile(r"(_?device) = \w+\.(device|accelerator)\b")
+
+
 def _check(source: str, data: bytes | None = None) -> None:
     """`data`: the file's bytes where they are not `source` in UTF-8 (another declared encoding)."""
     result = check_source("fuzz.py", source.encode() if data is None else data, CONFIG)
@@ -135,13 +139,8 @@ def _check(source: str, data: bytes | None = None) -> None:
     assert again.fixed_source is None, "a second --fix changed the file"
     # The change stays inside the fixed findings' lines, plus inserted definition lines.
     touched: set[int] = set()
-    with _deep_recursion():  # as check_source runs it: deep but allowed code needs the big stack
-        try:
-            findings = run_with_big_stack(lint_text, source, CONFIG)
-        except cst.ParserSyntaxError:  # DL017's `async=`: renamed first, then fixed like any file
-            renamed, findings = rescue(source, CONFIG, CONFIG.rules())
-            assert findings, "a file that does not parse was fixed"
-            findings = findings + run_with_big_stack(lint_text, renamed, CONFIG)
+    findings = _lint(source)
+    assert findings, "a file was fixed without a finding"  # (one that does not parse: none of DL017's)
     # Fixes that are display-only in the first pass may become fixable in the next one: DL004 gives
     # `device = "cuda"` a CPU fallback (`device` then holds a device), and an inserted device definition
     # imports torch (which a fix writing `torch.` needs).
@@ -170,19 +169,71 @@ def _check(source: str, data: bytes | None = None) -> None:
     # the blank line inserted above a module-level definition: left out, or difflib may pair it with
     # another blank line of the original and report the lines between as changed
     after = [line for i, line in enumerate(after) if not (
-        line == "" and i + 1 < len(after) and re.match(r"_?device = \w+\.(device|accelerator)\b", after[i + 1])
+        line == "" and i + 1 < len(after) and DEFINITION.match(after[i + 1])
         and after[i + 1] not in before)]
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    chained: set[int] | None = None  # computed only where needed: it lints the file once more
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
         if tag in ("replace", "delete"):
-            assert set(range(a1 + 1, a2 + 1)) <= touched, (tag, before[a1:a2])
+            changed = set(range(a1 + 1, a2 + 1))
+            if not changed <= touched and chained is None:
+                chained = _reading_the_defined_device(source, fixed)
+            assert changed <= touched | (chained or set()), (tag, before[a1:a2])
         if tag == "insert":
             for line in after[b1:b2]:
                 assert re.fullmatch(r"(import torch|[ \t\f]*_?device = .*|)", line), line
 
 
+def _lint(source: str) -> list:
+    """The findings of the first pass, as check_source gets them; [] for a file that does not parse."""
+    with _deep_recursion():  # as check_source runs it: deep but allowed code needs the big stack
+        try:
+            return run_with_big_stack(lint_text, source, CONFIG)
+        except cst.ParserSyntaxError:  # DL017's `async=`: renamed first, then fixed like any file
+            renamed, findings = rescue(source, CONFIG, CONFIG.rules())
+            return findings and findings + run_with_big_stack(lint_text, renamed, CONFIG)
+
+
+def _reading_the_defined_device(source: str, fixed: str) -> set[int]:
+    """Lines that DL011 and DL018 may fix in a later pass because a module-level definition the fixer
+    inserted binds the device name where the file's own bindings of it all held the CPU
+    (`if args.cpu: device = torch.device("cpu")` below the fixed lines): a name bound to several places
+    reads as the run's device, so `torch.ones(2).to(device)` becomes a move to the device (DL018) and
+    `.numpy()` of it needs `.cpu()` (DL011). Found by linting the file with the name also bound to a
+    device at module level (a binding anywhere in the module counts alike, and one appended at the end
+    moves no line); a function-level definition cannot do this (its function mentions the name nowhere
+    else)."""
+    before = set(_lines(source))
+    names = sorted({m.group(1) for line in _lines(fixed) if line not in before and (m := DEFINITION.match(line))})
+    if not names:
+        return set()
+    newline = found.group() if (found := re.search(r"\r\n|\r|\n", source)) else "\n"
+    text = source if source.endswith(("\n", "\r")) else source + newline
+    lines: set[int] = set()
+    for finding in _lint(text + "".join(f"{name} = 'cuda'{newline}" for name in names)):
+        if finding.code in ("DL011", "DL018") and fixable(finding, CONFIG):
+            lines.update(range(finding.start.line, finding.end.line + 1))
+    return lines
+
+
 def _lines(text: str) -> list[str]:
     return re.split(r"\r\n|\r|\n", text.removesuffix("\n").removesuffix("\r"))
+
+
+# The adversarial run's seed 191244821: fixing the `.cuda()` inserts a module-level `device`, whose only
+# other binding is a CPU device below; `device` then reads as the run's device on lines 3 and 4.
+CHAIN = ("import torch\nx = torch.zeros(3).cuda()\nx = torch.ones(2).to(device)\nprint(x.numpy())\n"
+         "def f():\n    device = torch.device('cpu')\n    y = torch.ones(2).to(device)\n    return y.numpy()\n"
+         "if args.cpu:\n    device = torch.device('cpu')\n")
+
+
+def test_dl011_and_dl018_may_fix_reads_of_an_inserted_definition_in_a_later_pass():
+    fixed = check_source("chain.py", CHAIN.encode(), CONFIG).fixed_source
+    assert "x = torch.ones(2, device=device)\nprint(x.cpu().numpy())\n" in fixed
+    assert "    y = torch.ones(2).to(device)\n    return y.numpy()\n" in fixed  # its own CPU `device`
+    # only the module's reads: a change on the function's lines would still fail the property
+    assert _reading_the_defined_device(CHAIN, fixed) == {3, 4}
+    _check(CHAIN)
 
 
 @FUZZ

@@ -55,7 +55,11 @@ Code is *guarded* when it sits
   such an extension for one code path and serve the CPU on others, so it is not covered;
 * under `if A:` in a test skipped by `skipif(A and not cuda)`.
 
-Precision comes first, so the recognition is generous.
+Precision comes first, so the recognition is generous. One exception is proved, never guessed: a
+condition devlint.rules._flags proves constant (`USE_CUDA = True` and nothing else binds it, a
+parameter's literal default no call in the project passes, `FusedNorm is None` with `FusedNorm = None`
+never re-bound) asks nothing at run time. It guards nothing, whatever its name says, and the branch it
+never takes is dead code (nothing in it is flagged, by any rule: devlint.rule.Rule.report).
 """
 
 from __future__ import annotations
@@ -70,6 +74,9 @@ from devlint.syntax import calls_in, dotted_name, last_component, name_words, st
 
 TRUE_ONLY = (True, False)  # (true implies CUDA, false implies CUDA)
 FALSE_ONLY = (False, True)
+# A condition proved constant (devlint.rules._flags) implies anything where it never holds: an
+# always-true flag guards nothing and leaves its `else` unreachable, an always-false one the reverse.
+ALWAYS_TRUE, ALWAYS_FALSE = FALSE_ONLY, TRUE_ONLY
 
 _NEGATIONS = {"no", "not", "disable", "disabled", "without", "skip", "dont", "never"}
 _COUNT_WORDS = {"n", "num", "count", "number", "ngpu", "ngpus", "gpus", "nb"}
@@ -336,7 +343,18 @@ class CudaGuards(Implications):
     def _assigned_conditions(self) -> dict[str, list[cst.BaseExpression]]:
         return assigned_values(self.ctx)
 
+    def _constant(self, expr: cst.BaseExpression) -> tuple[bool, bool] | None:
+        truth = self.ctx.flags.truth(expr)
+        return None if truth is None else ALWAYS_TRUE if truth else ALWAYS_FALSE
+
+    def _operand(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
+        """What a compared value says as a switch: a proved constant (`-1`, `THRESHOLD = 0`) is none."""
+        return NOTHING if self.ctx.flags.truth(expr) is not None else self.implies(expr)
+
     def _atom(self, expr: cst.BaseExpression) -> tuple[bool, bool]:
+        constant = self._constant(expr)
+        if constant is not None:
+            return constant
         if isinstance(expr, cst.Call):
             name = dotted_name(expr.func) or ""
             if name in {"len", "bool", "any", "all"} and expr.args:
@@ -369,7 +387,9 @@ class CudaGuards(Implications):
     def _name_implies(self, name: str, expr: cst.BaseExpression) -> tuple[bool, bool]:
         values = self._assigned_conditions.get(name, ())
         for value in values:
-            if value is not expr:
+            # a proved constant among several values says nothing of the others (`ok = USE_CUDA`
+            # here, `ok = torch.cuda.is_available()` there): only the run-time ones guard
+            if value is not expr and self.ctx.flags.truth(value) is None:
                 polarity = self.implies(value)
                 if polarity != NOTHING:
                     return polarity
@@ -391,6 +411,9 @@ class CudaGuards(Implications):
         return True
 
     def _comparison(self, expr: cst.Comparison) -> tuple[bool, bool]:
+        constant = self._constant(expr)
+        if constant is not None:
+            return constant
         target = expr.comparisons[0]
         left, op, right = expr.left, target.operator, target.comparator
         positive = isinstance(op, (cst.Equal, cst.Is, cst.In))
@@ -409,9 +432,9 @@ class CudaGuards(Implications):
                     return flip(result)
                 return NOTHING
         switch, other = left, right
-        polarity = self.implies(left)
+        polarity = self._operand(left)
         if polarity == NOTHING:
-            switch, other, polarity = right, left, self.implies(right)
+            switch, other, polarity = right, left, self._operand(right)
         if polarity == NOTHING:
             return self._index_test(left, op, right)
         if other is left:  # `0 < n_gpu`: mirror the operator so that the switch is on the left
@@ -591,6 +614,8 @@ class CudaGuards(Implications):
     def _marker_guards(self, decorator: cst.BaseExpression) -> bool:
         kind, condition = _skip_condition(decorator)
         if condition is not None:
+            if self.ctx.flags.truth(condition) is not None:
+                return False  # `skipif(True, reason="flaky")`: a skip meant to be lifted, not about CUDA
             polarity = self.implies(condition)
             return polarity[1] if kind == "skipif" else polarity[0]
         target = decorator.func if isinstance(decorator, cst.Call) else decorator

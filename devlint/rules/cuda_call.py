@@ -18,6 +18,13 @@ class CudaCall(Rule):
     Flags every method call `.cuda(...)` (on tensors and modules alike, assigned or not) that can run
     on a machine without CUDA.
 
+    A condition guards only when the run answers it (devlint.rules._flags): a flag devlint proves
+    constant is no guard. `USE_CUDA = True` then `if USE_CUDA: x = x.cuda()` is flagged (a name bound
+    only to a literal), and so is `if cuda: v = v.cuda()` in `def one_hot(idx, size, cuda=True)` when no
+    call in the project passes `cuda` (`one_hot(i, n)` throughout). Anything devlint cannot see into
+    stays a guard: an argparse or click option, an environment variable, a configuration object, an
+    imported flag, a parameter some call passes.
+
     ## Why is this bad?
     `.cuda()` only works where CUDA works. On a CPU-only build of PyTorch it raises
     `AssertionError: Torch not compiled with CUDA enabled`, on a CUDA build without a GPU a
@@ -101,6 +108,13 @@ class CudaCall(Rule):
       `if isinstance(x, torch.cuda.FloatTensor):`, `if x.type() == 'torch.cuda.HalfTensor':`; loops over
       the GPUs (`for i in range(torch.cuda.device_count()):`); a name that holds None or a CUDA-only
       object (`if self.stream is not None:` after `self.stream = torch.cuda.Stream()`).
+    - Flags from run-time sources: `use_cuda = args.cuda`, `USE_GPU = os.environ.get('USE_GPU') == '1'`,
+      `if cfg.use_gpu:`, `from config import USE_CUDA`, a flag that is re-bound
+      (`use_gpu = '--gpu' in sys.argv` under `if __name__ == '__main__':`), a parameter that some call
+      passes (`one_hot(i, n, cuda=args.cuda)`) or whose default is not a literal.
+    - Dead code: a branch that a proved constant never takes, e.g. `if USE_CUDA:` after
+      `USE_CUDA = False` (bound to nothing else), or `if cuda:` in `def one_hot(idx, size, cuda=False)`
+      that no call passes `cuda`.
     - The body of a method named `cuda`, e.g. `def cuda(self, device=None):` (it implements the API).
     - Functions of the `torch.cuda` module such as `torch.cuda.manual_seed(0)`: not a `.cuda()` method call.
     - Functions merely named `cuda`: `cuda(x)`, `utils.cuda(x)` on an imported module.
@@ -166,8 +180,29 @@ class CudaCall(Rule):
         "import pytest, torch\n@pytest.mark.skipif(\n    torch.__version__ == 'parrots' and not torch.cuda.is_available(),\n"
         "    reason='parrots requires CUDA')\ndef test_pool(x):\n    if torch.__version__ == 'parrots':\n"
         "        x = x.cuda()\n",
+        "import os, sys, torch\nuse_cuda = args.cuda\nif use_cuda:\n    x = x.cuda()\n"
+        "USE_GPU = os.environ.get('USE_GPU') == '1'\nif USE_GPU:\n    y = y.cuda()\n"
+        "if cfg.use_gpu:\n    z = z.cuda()\n",
+        "from config import USE_CUDA\nif USE_CUDA:\n    x = x.cuda()\n",
+        "import sys\nuse_gpu = True\nif __name__ == '__main__':\n    use_gpu = '--gpu' in sys.argv\n"
+        "def f(x):\n    return x.cuda() if use_gpu else x\n",
+        "import torch\ndef one_hot(idx, size, cuda=True):\n    v = torch.zeros(1, size)\n"
+        "    if cuda: v = v.cuda()\n    return v\nv = one_hot(i, n, cuda=args.cuda)\n",
+        "import torch\ndef f(x, cuda=torch.cuda.is_available()):\n    return x.cuda() if cuda else x\n",
+        "import torch\nUSE_CUDA = False\nx = torch.zeros(3)\nif USE_CUDA:\n    x = x.cuda()\n",
+        "import torch\ndef one_hot(idx, size, cuda=False):\n    v = torch.zeros(1, size)\n"
+        "    if cuda: v = v.cuda()\n    return v\nv = one_hot(i, n)\n",
     )
     INVALID = (
+        Invalid(  # a constant is no guard
+            "import torch\nUSE_CUDA = True\nx = torch.zeros(3)\nif USE_CUDA:\n    x = x.cuda()\n",
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "USE_CUDA = True\nx = torch.zeros(3)\nif USE_CUDA:\n    x = x.to(device)\n",
+        ),
+        Invalid(  # nothing passes `cuda`: its default decides
+            "import torch\ndef one_hot(idx, size, cuda=True):\n    v = torch.zeros(1, size)\n"
+            "    if cuda: v = v.cuda()\n    return v\nrows = [one_hot(i, 10) for i in range(3)]\n",
+        ),
         Invalid(
             "import torch\nx = torch.zeros(3).cuda()\n",
             fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'

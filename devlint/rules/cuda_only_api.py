@@ -34,6 +34,10 @@ class CudaOnlyApi(Rule):
     `get_device_properties`, `get_device_capability`, `mem_get_info`, `current_stream`,
     `default_stream`, `reset_peak_memory_stats`, `Event` and `Stream` (through any import alias).
 
+    A constant flag guards nothing (as for DL001): after `USE_CUDA = True`, `if USE_CUDA:
+    torch.cuda.synchronize()` is flagged; and `FusedNorm = None` re-bound by `from apex import FusedNorm`
+    in a `try` makes `FusedNorm(...)` reachable, so the calls in its arguments are flagged.
+
     Off by default: 229 findings on the test corpus (NeMo 206, fairseq 12, pytorch/examples 5, mmcv 3,
     nanoGPT 3). Every sampled call does raise without CUDA, but 23 of 25 sampled sit in code that only
     ever runs with CUDA without a condition devlint can see (NCCL set-up, CUDA-graph decoding,
@@ -81,6 +85,8 @@ class CudaOnlyApi(Rule):
       `if torch.cuda.is_available(): torch.cuda.synchronize()`, `if device.type == "cuda":`,
       `if dist.get_backend() == dist.Backend.NCCL:` (NCCL needs CUDA), a test skipped with
       `skipif(torch.cuda.device_count() < 2, ...)` or after `if torch.cuda.device_count() < 2: return`.
+    - Dead code: a branch that a module-level `None` never re-bound makes unreachable, e.g. the `else` of
+      `x if FusedNorm is None else FusedNorm(x, torch.cuda.current_device())` after `FusedNorm = None`.
     - References that are not calls: `sync = torch.cuda.synchronize`.
 
     ## References
@@ -90,7 +96,8 @@ class CudaOnlyApi(Rule):
 
     code = "DL015"
     name = "cuda-only-api"
-    message = "this `torch.cuda` call raises without CUDA; guard it or use `torch.accelerator`"
+    message = ("this `torch.cuda` call raises without CUDA; guard it with `torch.cuda.is_available()`, or use"
+               " `torch.accelerator` (PyTorch >= 2.6), which still needs an accelerator")
     default_enabled = False
 
     VALID = (
@@ -106,6 +113,8 @@ class CudaOnlyApi(Rule):
         "import pytest, torch\n@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='2 gpus')\n"
         "def test_two():\n    torch.cuda.set_device(1)\n"
         "def run():\n    if torch.cuda.device_count() < 2: return\n    torch.cuda.synchronize()\n",
+        "import torch\nFusedNorm = None\ndef norm(x):\n"
+        "    return x if FusedNorm is None else FusedNorm(x, torch.cuda.current_device())\n",
     )
     INVALID = (
         Invalid(
@@ -131,6 +140,13 @@ class CudaOnlyApi(Rule):
         Invalid("import torch\nif torch.cuda.device_count() < 2:\n    torch.cuda.synchronize()\n"),
         Invalid("import torch\nif backend != 'nccl':\n    torch.cuda.synchronize()\n"),
         Invalid("from torch.cuda import get_device_name\nprint(get_device_name(0))\n"),
+        Invalid(
+            "import torch\ntry:\n    from apex import FusedNorm\nexcept ImportError:\n    FusedNorm = None\n"
+            "def norm(x):\n    return x if FusedNorm is None else FusedNorm(x, torch.cuda.current_device())\n",
+        ),
+        Invalid("import torch\nUSE_CUDA = True\nif USE_CUDA:\n    torch.cuda.synchronize()\n",
+                fixed="import torch\nUSE_CUDA = True\nif USE_CUDA:\n    torch.accelerator.synchronize()\n",
+                unsafe=True),
         Invalid("from torch import cuda\ncuda.synchronize()\n", fixed="from torch import cuda\ncuda.synchronize()\n",
                 unsafe=True),
     )
@@ -151,7 +167,11 @@ class CudaOnlyApi(Rule):
         if found is None:
             return
         short = found.rsplit(".", 1)[-1]
+        # the message names what the fix does: the guard, or the `torch.accelerator` call its title offers
         message = f"`torch.cuda.{short}` raises without CUDA; guard it with `torch.cuda.is_available()`"
+        if _RAISING[short] is not None:
+            message += (f", or use `torch.accelerator.{_RAISING[short]}` (PyTorch >= 2.6), which still needs"
+                        " an accelerator")
         self.report(node, message, self._fix(node, short))
 
     def _fix(self, call: cst.Call, short: str):

@@ -1,0 +1,248 @@
+"""How the project uses a name: the calls of a function, and whether anything could change it unseen.
+
+A flag parameter with a literal default (`def one_hot(idx, size, cuda=True)`) is a constant when no
+call in the project passes it; a module-level constant (`USE_CUDA = True`) stays one when no file
+assigns it from outside (`config.USE_CUDA = args.cuda`). devlint.rules._flags asks `uses(name)`:
+
+- `calls`: each call whose callee is written `name(...)` or `<anything>.name(...)`: how many positional
+  arguments it passes, its keywords, and whether it unpacks `*args`/`**kwargs`. Matching by the last
+  name alone over-approximates the callers (another object's method of the same name counts too):
+  more callers can only make a parameter look passed;
+- `referenced`: the name is used other than as the callee of a call (`map(one_hot, xs)`,
+  `partial(one_hot, cuda=False)`, `fn = one_hot`, `getattr(m, "one_hot")`): calls devlint cannot see;
+- `stored`: an attribute of that name is assigned or deleted on anything but `self`/`cls`
+  (`config.USE_CUDA = False`, `setattr(config, "USE_CUDA", v)`).
+
+The files are the project's `.py` files, listed as devlint.importers lists them (from the project root;
+without a root marker, the top package's folder and its packages). The checked file itself is read from
+the text being checked. Every file read (its digest) and every folder listed is recorded in the
+ProjectView's observations (devlint.depends), so a cached result is checked again when any caller
+changes, or a file is added or removed. A project too large to list answers None (unknown).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import unicodedata
+import warnings
+from dataclasses import dataclass
+
+from devlint import depends
+from devlint.importers import MAX_FILES, _SKIPPED
+from devlint.project import _ROOT_MARKERS
+
+
+@dataclass(frozen=True)
+class Call:
+    positional: int  # positional arguments passed (starred ones excluded)
+    keywords: frozenset  # keyword names passed
+    unpacks: bool  # a `*args` or `**kwargs`: may pass anything
+
+
+@dataclass(frozen=True)
+class Uses:
+    calls: tuple = ()
+    referenced: bool = False
+    stored: bool = False
+
+
+@dataclass(frozen=True)
+class FileUses:
+    """What one file does with every name, read in one parse."""
+
+    calls: dict  # callee name -> tuple of Call
+    referenced: frozenset  # names used other than as a callee
+    stored: frozenset  # attribute names assigned or deleted (not on self/cls)
+    # the root names of the objects a computed `getattr(m, name)` reads and a computed `setattr`,
+    # `vars(m)[k] = v` or `m.__dict__` writes ("*": not a plain name chain), and the names imports bind
+    dynamic_get: frozenset
+    dynamic_set: frozenset
+    modules: frozenset
+
+    def uses(self, name: str, module: str | None) -> Uses:
+        """`module`: the stem of the module defining `name` at its top level (a function, a constant),
+        reached by a computed name only through that module (`getattr(models, f)`, `sys.modules`);
+        None for a method, reached through any object that is not an imported module."""
+        def reaches(roots: frozenset) -> bool:
+            if module is not None:
+                return bool(roots & {module, "sys", "*"})
+            return bool(roots - self.modules)
+        return Uses(self.calls.get(name, ()), name in self.referenced or reaches(self.dynamic_get),
+                    name in self.stored or reaches(self.dynamic_set))
+
+
+def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | None:
+    """How the project (the checked file's text `own_code`, and the other files `view` can list) uses
+    `name`; None when it cannot be known (a project too large to list, a file that does not parse)."""
+    index = view.index if view is not None else None
+    own = _memo_summary(index, "own:" + depends.digest(own_code.encode("utf-8", "surrogatepass")), own_code)
+    if own is None:
+        return None
+    found = [own.uses(name, module)]
+    if view is not None:
+        files = _project_files(view)
+        if files is None:
+            return None
+        for path in files:
+            if path == view.path:
+                continue
+            observed, words = _words(view.index, path)
+            view.observed[f"{depends.READ}:{path}"] = observed
+            if words is None:
+                return None  # (unreadable or too large: it may call anything)
+            if name not in words and not words & _DYNAMIC_WORDS:
+                continue
+            data, _ = depends.read_regular(path) if observed not in _summaries(index) else (None, None)
+            if data is not None and depends.digest(data) != observed:
+                return None  # (changed while read: unknown, and the cache entry will miss)
+            summary = _memo_summary(index, observed, data)
+            if summary is None:
+                return None
+            found.append(summary.uses(name, module))
+    return Uses(
+        calls=tuple(c for u in found for c in u.calls),
+        referenced=any(u.referenced for u in found),
+        stored=any(u.stored for u in found),
+    )
+
+
+_WORD = re.compile(r"[^\W\d]\w*")
+
+
+def _words(index, path: str) -> tuple[str, frozenset | None]:
+    """(the digest of the file at `path`, or ABSENT; the identifiers it mentions, None when unreadable),
+    kept per process while the file's size and time stay the same: a project-wide run reads each file
+    once, not once per file that asks."""
+    memo = index.__dict__.setdefault("_file_words", {})
+    try:
+        info = os.stat(path)
+        stamp = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+    except (OSError, ValueError):
+        return depends.ABSENT, None
+    known = memo.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1], known[2]
+    data, _ = depends.read_regular(path)
+    if data is None:
+        return depends.ABSENT, None
+    # Python reads identifiers in NFKC form (`ｏｎｅ_ｈｏｔ(...)` calls `one_hot`): so are the words here
+    words = {w if w.isascii() else unicodedata.normalize("NFKC", w)
+             for w in _WORD.findall(data.decode("utf-8", "replace"))}
+    found = (depends.digest(data), frozenset(words))
+    memo[path] = (stamp, *found)
+    return found
+
+
+def _summaries(index) -> dict:
+    return index.__dict__.setdefault("_file_uses", {}) if index is not None else {}
+
+
+def _memo_summary(index, key: str, source) -> FileUses | None:
+    memo = _summaries(index)
+    if key not in memo:
+        if len(memo) > 20_000:
+            memo.clear()
+        memo[key] = _summarise(source)
+    return memo[key]
+
+
+_REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}
+# what reaches a name without writing it: `getattr(models, name)(...)`, `vars(config)[k] = v`
+_DYNAMIC_WORDS = frozenset(_REFLECTION | {"vars", "__dict__"})
+
+
+def _summarise(source: str | bytes) -> FileUses | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    callees: set[int] = set()
+    calls: dict[str, list[Call]] = {}
+    referenced: set[str] = set()
+    stored: set[str] = set()
+    dynamic_get: set[str] = set()
+    dynamic_set: set[str] = set()
+    nodes = list(ast.walk(tree))
+    modules = {(a.asname or a.name).split(".")[0] for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom))
+               for a in node.names}
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if called is None:
+            continue
+        callees.add(id(func))
+        calls.setdefault(called, []).append(Call(
+            positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
+            keywords=frozenset(k.arg for k in node.keywords if k.arg is not None),
+            unpacks=any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords),
+        ))
+        if called in _REFLECTION and len(node.args) >= 2:
+            # `getattr(m, "one_hot")` calls what devlint cannot follow; a computed name may be any
+            key = node.args[1]
+            getting = called in {"getattr", "hasattr"}
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                (referenced if getting else stored).add(key.value)
+            else:
+                (dynamic_get if getting else dynamic_set).add(_root(node.args[0]))
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+            dynamic_set.add(_root(node.args[0]))  # `vars(config)[k] = v` may assign any attribute
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__" and not (
+                isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
+            dynamic_set.add(_root(node.value))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in callees:
+            referenced.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, ast.Load):
+                if id(node) not in callees:
+                    referenced.add(node.attr)
+            elif not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
+                stored.add(node.attr)
+    return FileUses({k: tuple(v) for k, v in calls.items()}, frozenset(referenced), frozenset(stored),
+                    frozenset(dynamic_get), frozenset(dynamic_set), frozenset(modules))
+
+
+def _root(node) -> str:
+    """`config` for `config`, `config.sub`, `config[0].x`; "*" for anything else (a call's result)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else "*"
+
+
+def _project_files(view) -> list[str] | None:
+    """The project's `.py` files, each folder listed recorded as an observation."""
+    roots = view.index.search_roots(view.path, view.observed)
+    root = next((r for r in roots if any(view.index.exists(os.path.join(r, m), view.observed)
+                                         for m in _ROOT_MARKERS)), None)
+    marked = root is not None
+    root = root if marked else roots[0]
+    listings = view.index.listings
+    key = f"calls:{int(marked)}:{root}"
+    if key not in listings:
+        listings[key] = _walk(root, marked)
+    found = listings[key]
+    if found is None:
+        return None
+    paths, folders = found
+    for folder, listed in folders:
+        view.observed[f"{depends.LIST}:{folder}"] = listed
+    return paths
+
+
+def _walk(root: str, marked: bool):
+    paths: list[str] = []
+    folders: list[tuple[str, str]] = []
+    for folder, subfolders, names in os.walk(root):
+        folders.append((folder, depends.listing(folder)))
+        subfolders[:] = sorted(f for f in subfolders if not f.startswith(".") and f not in _SKIPPED and (
+            marked or os.path.isfile(os.path.join(folder, f, "__init__.py"))))
+        paths += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
+        if len(paths) > MAX_FILES:
+            return None
+    return paths, folders
