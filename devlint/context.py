@@ -36,8 +36,8 @@ class FileContext:
         self.options = options or FixOptions()
         if not self.options.device_name.isascii():
             self.options = dataclasses.replace(self.options, device_name=identifier(self.options.device_name))
-        # What other files of the project define (a devlint.project.ProjectView), asked only by the
-        # analyses (devlint.rules._kinds); None when the file is checked without a path (stdin "-").
+        # What other files of the project define (a devlint.analysis.project.ProjectView), asked only by the
+        # analyses (devlint.analysis.kinds); None when the file is checked without a path (stdin "-").
         self.project = project
         self._index(module)
         if needs_normalizing(self.nodes(cst.Name)):
@@ -291,7 +291,7 @@ class FileContext:
     # -- shared analyses, built on first use --------------------------------------------------
     @cached_property
     def guards(self):
-        from devlint.rules._guards import CudaGuards
+        from devlint.analysis.guards import CudaGuards
 
         return CudaGuards(self)
 
@@ -325,21 +325,21 @@ class FileContext:
 
     @cached_property
     def kinds(self):
-        from devlint.rules._kinds import KindInference
+        from devlint.analysis.kinds import KindInference
 
         return KindInference(self)
 
     @cached_property
     def possible_kinds(self):
         """A scope-free over-approximation of `kinds`: it says TENSOR whenever `kinds` could."""
-        from devlint.rules._kinds import KindInference
+        from devlint.analysis.kinds import KindInference
 
         return KindInference(self, approximate=True)
 
     @property
     def placement(self):
-        """Where values live (CPU, the run's device, unknown): devlint.rules._placement."""
-        from devlint.rules._placement import placement
+        """Where values live (CPU, the run's device, unknown): devlint.analysis.placement."""
+        from devlint.analysis.placement import placement
 
         return placement(self)
 

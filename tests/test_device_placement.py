@@ -19,7 +19,7 @@ from devlint.config import Config
 from devlint.context import FileContext
 from devlint.engine import check_source
 from devlint.rules import ALL_RULES
-from devlint.rules._device import (
+from devlint.analysis.device import (
     MODULE_LEVEL,
     definition_placement,
     device_reference,

@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 
 from devlint.context import FileContext
-from devlint.rules._device import _may_be_visible, device_reference
+from devlint.analysis.device import _may_be_visible, device_reference
 from tests.helpers import REAL_FILES, ROOT
 
 SNIPPETS = [

@@ -1,7 +1,7 @@
 """Small helpers shared by the rules about hard-coded CUDA (DL004-DL008, DL015).
 
 Device-string literals, qualified-name tests, the torch name a fix may write, and fixes that put the
-run-time `device` (see `_device.py`) where a literal CUDA device was.
+run-time `device` (see `devlint/analysis/device.py`) where a literal CUDA device was.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import libcst as cst
 
 from devlint.context import FileContext, target_names
 from devlint.model import Applicability, Fix
-from devlint.rules._device import (device_failure, device_reference, device_source, holds_torch_device, torch_failure,
+from devlint.analysis.device import (device_failure, device_reference, device_source, holds_torch_device, torch_failure,
                                    unproven_reference)
 from devlint.syntax import dotted_name, name_words, string_value, walk
 
@@ -132,7 +132,7 @@ def replace_with_device(rule, node: cst.CSTNode, title: str, unsafe: bool) -> Fi
 def placed_value(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
     """The expression whose result lives on the device `node` names: the call `x.to(node)`,
     `x.to(torch.device(node))` or the torch factory `torch.ones(3, device=node)`; else None."""
-    from devlint.rules._placement import FACTORIES
+    from devlint.analysis.placement import FACTORIES
 
     parent = ctx.parent(node)
     if isinstance(parent, cst.Arg) and not parent.keyword and not parent.star:

@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import MODULE, MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
+from devlint.analysis.kinds import MODULE, MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "long", "int", "bool", "type", "detach"})
@@ -22,9 +22,9 @@ class DiscardedTensorMove(Rule):
     `[t.to(device) for t in ts]`).
 
     The receiver's kind comes from its provenance in the file (see
-    `devlint/rules/_kinds.py`): tensor factories and ops, tensor methods, `.weight`/`.bias`/`.data`/
+    `devlint/analysis/kinds.py`): tensor factories and ops, tensor methods, `.weight`/`.bias`/`.data`/
     `.grad`, `torch.Tensor` annotations, `.parameters()` loops, `register_buffer`, ...
-    and from the other files of the project (the project index, `devlint/project.py`, read with the
+    and from the other files of the project (the project index, `devlint/analysis/project.py`, read with the
     standard `ast` even when the file is checked alone, as pre-commit does): a function imported from
     the project whose every return is a tensor (`batch = make_batch()`, with `from .data import
     make_batch`, `from pkg.data import make_batch as mb`, `import pkg.data as d`, `from . import

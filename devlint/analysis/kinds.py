@@ -35,7 +35,7 @@ TENSOR
     is a tensor (`return None` aside; a directly recursive call returns what the others do); not for
     generators, coroutines, functions re-bound or with a decorator other than `staticmethod`,
     `classmethod`, `torch.no_grad` and a few like them.
-    Calls of a function imported from another file of the project (devlint.project) whose every
+    Calls of a function imported from another file of the project (devlint.analysis.project) whose every
     return is a tensor there (a torch factory or op, a tensor method on one, a call of another such
     function), and a module-level name of such a file bound once to a tensor.
 MODULE
@@ -48,7 +48,7 @@ MODULE
     a module; calls of functions of the file whose every return is a module.
 UNKNOWN
     everything else: un-annotated parameters, results of calling a model or a project function whose
-    returns the project index cannot tell (devlint.project),
+    returns the project index cannot tell (devlint.analysis.project),
     attributes of unknown objects, subscripts of unknown containers, an optimizer's `state_dict()`,
     a `torch.load` result not given to a module, anything whose sources disagree.
 
@@ -208,7 +208,7 @@ def is_module_base(qualified: str) -> bool:
 
 
 class _Vocabulary:
-    """What the project index (devlint.project) needs to know of the world outside the project."""
+    """What the project index (devlint.analysis.project) needs to know of the world outside the project."""
 
     tensor_methods = TENSOR_METHODS
     module_methods = MODULE_METHODS
@@ -485,7 +485,7 @@ class KindInference:
             return self.of(call.args[0].value)
         return kind
 
-    # -- the project (devlint.project): names imported from other files of the project -----------------
+    # -- the project (devlint.analysis.project): names imported from other files of the project -----------------
     def _project_names(self, expr: cst.CSTNode) -> set[str]:
         """What a dotted name bound only by imports (not shadowed where used) refers to, if the file
         is checked with a project view."""

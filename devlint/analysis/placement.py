@@ -1,6 +1,6 @@
 """Where does a value live: on the CPU, on the run's device, or we cannot tell?
 
-The placement fact, beside the tensor/module kinds of `_kinds.py`. Fixes ask it before they call
+The placement fact, beside the tensor/module kinds of `devlint/analysis/kinds.py`. Fixes ask it before they call
 themselves safe (DL002: is a loaded value used as CPU data? was a checkpoint saved from CPU values?),
 and so may DL003/DL010/DL011 (a `.numpy()` of a value that lives on the device).
 
@@ -48,7 +48,7 @@ move in place.
 
 Every recursive step goes through `Placement._step`, memoised per node with a set of steps in
 progress: a step that needs itself again (`x = x`, `a = b; b = a`) gets UNKNOWN there, and an answer
-that rests on such a cut is kept only until the outermost question is answered (as in `_kinds.py`).
+that rests on such a cut is kept only until the outermost question is answered (as in `devlint/analysis/kinds.py`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from functools import cached_property
 import libcst as cst
 
 from devlint.context import FileContext
-from devlint.rules._kinds import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
+from devlint.analysis.kinds import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
 from devlint.syntax import dotted_name, find_arg, name_words, string_value, walk
 
 

@@ -1,7 +1,7 @@
 """Which name a fix may write for "the device", and where the fixer must define it.
 
 A fix that writes `device` reuses a binding already in scope when that binding is proven to hold the
-run's device (the GPU `.cuda()` used, whenever CUDA is available; see `devlint.rules._derived`) and is
+run's device (the GPU `.cuda()` used, whenever CUDA is available; see `devlint.analysis.derived`) and is
 certainly bound where the fix writes it: an assignment from `torch.device("cuda")`, a conditional on
 `torch.cuda.is_available()` such as `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, the
 configured device expression, or a tensor's `.device` of one proven on that device. Never a parameter
@@ -35,9 +35,9 @@ queries CUDA where it runs. So it goes where it runs no earlier than the code th
   (logging, `warnings`, `sys.path`, `__all__`, registrations: a callee whose last part contains
   `register`, `setLevel`, `addHandler`, `basicConfig`, `filterwarnings`, `simplefilter`, ...).
   It comes before every module-level assignment of the name; one that may run before a fixed line
-  (a branch, a function's `global` assignment) makes the fix unsafe (devlint.rules._binding). A file
+  (a branch, a function's `global` assignment) makes the fix unsafe (devlint.analysis.binding). A file
   that other project files import is a library here, whatever its main block says
-  (devlint.importers): a site in its main block gets a definition there, a site in a function one in
+  (devlint.analysis.importers): a site in its main block gets a definition there, a site in a function one in
   that function.
 - **Otherwise, in the function whose body holds the fix site** (a module imported by others must
   not query CUDA at import time): right before the statement of that function's body that holds
@@ -80,7 +80,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.context import FileContext, target_names
-from devlint.rules._binding import library_reason, local_torch_binding
+from devlint.analysis.binding import library_reason, local_torch_binding
 from devlint.syntax import dotted_name, is_none, string_value
 
 
@@ -175,7 +175,7 @@ def _reuse_failure(ctx: FileContext, node: cst.CSTNode, name: str) -> str:
         return f"the scope of `{name}` here is unknown"
     # in the file's order: the scope's bindings come in no fixed order, and the message names one
     assignments = sorted(ctx.bindings(node, name), key=lambda a: _source_order(ctx, a.node))
-    from devlint.rules._derived import holds_a_device
+    from devlint.analysis.derived import holds_a_device
 
     for assignment in sorted(assignments, key=lambda a: holds_a_device(ctx, a.node)):  # (stable: file order)
         if not _is_device_binding(ctx, assignment):
@@ -224,7 +224,7 @@ def _not_a_device(ctx: FileContext, assignment, name: str) -> str:
         elif is_none(value):
             kind = "None"
         else:
-            from devlint.rules._derived import not_run_device_reason
+            from devlint.analysis.derived import not_run_device_reason
 
             return f"`{name}` is bound to `{_short(ctx, value)}`{line}: {not_run_device_reason(ctx, value)}"
         return f"`{name}` is bound to {kind}, `{_short(ctx, value)}`{line}: not known to be a device"
@@ -386,7 +386,7 @@ def derived_device(ctx: FileContext, value: cst.CSTNode) -> str | None:
     `nonlocal`, `del`, loop variable or unpacking), the last one before the use must dominate it,
     and none may follow it in a loop around the use.
     """
-    from devlint.rules._placement import KEEPING_METHODS
+    from devlint.analysis.placement import KEEPING_METHODS
 
     child = value
     while True:  # `x.cuda().float()`: the result still lives where `x.cuda()` does
@@ -429,7 +429,7 @@ def proven_on_device(ctx: FileContext, name: cst.Name) -> bool:
     """Is `name`, where it is read, a tensor (by its kind: not a model's output that may be a float, not
     a container with its own `.cuda()`) bound by an assignment that certainly ran, of a value proven on
     the run's device, and not moved in place since (`y.data = y.data.cpu()`)?"""
-    from devlint.rules._derived import is_tensor, on_run_device
+    from devlint.analysis.derived import is_tensor, on_run_device
 
     return is_tensor(ctx, name) and on_run_device(ctx, name)
 
@@ -474,7 +474,7 @@ def _holds_torch_device_name(ctx: FileContext, node: cst.CSTNode, text: str) -> 
 
 def _is_torch_device_value(ctx: FileContext, value: cst.BaseExpression) -> bool:
     """`torch.device(...)`, or `.device` of a tensor (by kind) or of `next(m.parameters())`."""
-    from devlint.rules._kinds import TENSOR
+    from devlint.analysis.kinds import TENSOR
 
     if isinstance(value, cst.Call):
         return "torch.device" in ctx.qualified_names(value.func)
@@ -536,7 +536,7 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
                     first = first or statement
     if not values:
         return None
-    from devlint.rules._derived import self_device_failure
+    from devlint.analysis.derived import self_device_failure
 
     if self_device_failure(ctx, cls, init, first, name) is not None:
         return None
@@ -554,7 +554,7 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
 def _init_device_value(ctx: FileContext, init: cst.FunctionDef, value: cst.BaseExpression, name: str) -> bool:
     """A value proven to be the run's device (`_derived.run_device_value`). Not a parameter of `__init__`
     (`self.device = device`): a caller may pass the CPU."""
-    from devlint.rules._derived import run_device_value
+    from devlint.analysis.derived import run_device_value
 
     return run_device_value(ctx, value)
 
@@ -604,7 +604,7 @@ def definition_placement(ctx: FileContext, node: cst.CSTNode) -> Placement | Non
 
 
 def _placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placement | None:
-    """(Once per site: the rule asks, then devlint.rules._binding.review and the fixer.)"""
+    """(Once per site: the rule asks, then devlint.analysis.binding.review and the fixer.)"""
     cache = ctx.__dict__.setdefault("_device_placements", {})
     key = (id(node), name, found)
     if key not in cache:
@@ -630,7 +630,7 @@ def _find_placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Pl
 def _module_level_runs_in_time(ctx: FileContext, node: cst.CSTNode, at_import: bool) -> bool:
     """Does a module-level definition run no earlier than the code that needs it? Where the site runs at
     import (not in the main block of a file others import: that block does not run then), or in a
-    script that no project file imports (devlint.rules._binding.library_reason)."""
+    script that no project file imports (devlint.analysis.binding.library_reason)."""
     if at_import and (_main_block_site(ctx, node)[0] is None or not _is_library(ctx)):
         return True
     return script_evidence(ctx) and not _is_library(ctx)
@@ -1042,7 +1042,7 @@ def _reuse(ctx: FileContext, node: cst.CSTNode, name: str, loose: bool = False):
     assignments = ctx.bindings(node, name)
     if not assignments:
         return _UNBOUND  # a builtin
-    from devlint.rules._derived import holds_a_device, may_be_run_device
+    from devlint.analysis.derived import holds_a_device, may_be_run_device
 
     if not all(holds_a_device(ctx, a.node) for a in assignments) or _deleted(ctx, node, name):
         return None
@@ -1367,7 +1367,7 @@ def _imports_torch(statement: cst.CSTNode) -> bool:
 def _is_device_binding(ctx: FileContext, assignment) -> bool:
     """Is the binding proven to hold the run's device (`_derived.run_device_value`)? Never a parameter:
     a caller may pass `torch.device("cpu")`, and `.cuda()` did not follow it."""
-    from devlint.rules._derived import run_device_value
+    from devlint.analysis.derived import run_device_value
 
     value = _bound_value(ctx, assignment.node)
     return value is not None and run_device_value(ctx, value)

@@ -65,7 +65,7 @@ from functools import cached_property, lru_cache
 import libcst as cst
 
 from devlint.context import FileContext
-from devlint.rules._conditions import NOTHING, Implications, assigned_values, flip
+from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
 from devlint.syntax import calls_in, dotted_name, last_component, name_words, string_value
 
 TRUE_ONLY = (True, False)  # (true implies CUDA, false implies CUDA)

@@ -9,7 +9,7 @@
   `torch.jit.script(Net())` of a function or class of the file, and what those call by name) cannot
   read a Python `device` global nor compile `torch.cuda.is_available()`: its fixes are display-only.
 - **A library for placement** (`imported_by_project`): a file other project files import gets no
-  module-level definition that queries CUDA at import (devlint.importers).
+  module-level definition that queries CUDA at import (devlint.analysis.importers).
 - **Later rebindings** (`rebinding`): the fixed line reads the module's `device` when it runs; anything
   that may rebind that global after the definition the fix relies on (a reused binding or the one
   inserted) and before the line runs redirects it: another module-level binding that may run later
@@ -198,7 +198,7 @@ def imported_by_project(ctx: FileContext) -> tuple[str, ...] | None:
         return ()  # stdin; a notebook, which no file imports
     found = ctx.__dict__.get("_binding_importers", False)
     if found is False:
-        from devlint.importers import importers
+        from devlint.analysis.importers import importers
 
         found = ctx.__dict__["_binding_importers"] = importers(view)
     return found
@@ -270,7 +270,7 @@ def _run_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
 
 def _reused_binding(ctx: FileContext, node: cst.CSTNode, name: str):
     """The last binding of `name` that has certainly run when `node` runs (the one the fix reuses)."""
-    from devlint.rules._device import _dominates
+    from devlint.analysis.device import _dominates
 
     dominating = [a for a in ctx.bindings(node, name) if _dominates(ctx, a, node)]
     return max(dominating, key=lambda a: _position(ctx, a.node)) if dominating else None
@@ -370,7 +370,7 @@ def review(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> Fix:
 
 
 def _rebinding_of_written_name(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> str | None:
-    from devlint.rules._device import (  # (here: devlint.rules._device imports this module)
+    from devlint.analysis.device import (  # (here: devlint.analysis.device imports this module)
         _has_star_import,
         definition_name,
         definition_placement,

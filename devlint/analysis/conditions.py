@@ -1,7 +1,7 @@
 """What a condition implies, as a pair: (its truth implies P, its falsity implies P).
 
 The logic of `not`, `and`, `or` and the walrus is the same whatever P is (CUDA is there, for the
-guards of `_guards.py`; the torch is old, for the version gates of `_versions.py`): subclasses answer
+guards of `devlint/analysis/guards.py`; the torch is old, for the version gates of `devlint/analysis/versions.py`): subclasses answer
 comparisons and the other atoms.
 """
 

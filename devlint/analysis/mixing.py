@@ -22,8 +22,8 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.context import FileContext
-from devlint.rules._kinds import TENSOR_METHODS
-from devlint.rules._module_classes import inside, module_classes
+from devlint.analysis.kinds import TENSOR_METHODS
+from devlint.analysis.module_classes import inside, module_classes
 from devlint.syntax import descendants, is_none, string_value
 
 # Tensor methods whose result lives where the receiver does.

@@ -37,7 +37,7 @@ from functools import cached_property
 import libcst as cst
 
 from devlint.context import FileContext
-from devlint.rules._conditions import NOTHING, Implications, assigned_values, flip
+from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
 OLD = (True, False)  # (truth means old torch, falsity means old torch)

@@ -23,7 +23,7 @@ A name bound more than once at the top of its file, or by anything else, is unkn
 Only the files a lookup needs are read, lazily, each parsed once per process (re-read when its size or
 modification time changes): a file checked alone (pre-commit, stdin, an editor) sees the same facts as
 in a whole-tree run, and each worker process builds its own index as it goes. The index is plain data
-(no LibCST); the kinds inference (devlint.rules._kinds) asks it through a `ProjectView`, which records
+(no LibCST); the kinds inference (devlint.analysis.kinds) asks it through a `ProjectView`, which records
 the files (and the digests of the contents) whose facts the answers used, and everything it looked at
 on the way, found or not (devlint.depends): the result cache stores them with the file's result and
 checks the file again when one of them changes.
@@ -323,7 +323,7 @@ class ProjectIndex:
     def __init__(self) -> None:
         self._files: dict[str, tuple[tuple, FileFacts | None, str]] = {}
         self._probes: dict[str, bool] = {}
-        # The project's files and what each imports (devlint.importers), listed once per run.
+        # The project's files and what each imports (devlint.analysis.importers), listed once per run.
         self.listings: dict[str, list | None] = {}
 
     def _holds(self, probe: str, path: str, seen: dict | None) -> bool:
@@ -447,7 +447,7 @@ def forget_probes() -> None:
 class ProjectView:
     """What one checked file may ask the index; records the files whose facts answered.
 
-    `vocabulary` knows the world outside the project (devlint.rules._kinds.VOCABULARY):
+    `vocabulary` knows the world outside the project (devlint.analysis.kinds.VOCABULARY):
     `call_kind(name)` ("tensor", "module" or None: what calling `torch.zeros`, `torch.nn.Linear`
     returns), `is_module_base(name)`, `transparent(decorator)`, and the sets `tensor_methods` (a
     tensor's methods that return a tensor) and `module_methods` (a module's that return itself).

@@ -126,7 +126,7 @@ def run_device_value(ctx: FileContext, value: cst.BaseExpression, depth: int = 0
 
 def _is_configured(ctx: FileContext, value: cst.BaseExpression) -> bool:
     """The expression devlint's own definitions use (`--device-expression`), written out."""
-    from devlint.rules._device import device_expression
+    from devlint.analysis.device import device_expression
 
     torch = ctx.torch_alias
     if torch is None:
@@ -201,7 +201,7 @@ def _strings(node: cst.CSTNode):
 
 # -- tensors on the run's device -----------------------------------------------------------------------
 def is_tensor(ctx: FileContext, expr: cst.BaseExpression) -> bool:
-    from devlint.rules._kinds import TENSOR
+    from devlint.analysis.kinds import TENSOR
 
     return ctx.kinds.of(expr) is TENSOR
 
@@ -223,7 +223,7 @@ def _name_is_run_device(ctx: FileContext, name: cst.Name, depth: int) -> bool:
 
 def on_run_device(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """Is the tensor `expr` evaluates to on the run's device (see the module's docstring)?"""
-    from devlint.rules._placement import FACTORIES, KEEPING_METHODS
+    from devlint.analysis.placement import FACTORIES, KEEPING_METHODS
 
     if depth > MAX_DEPTH:
         return False
@@ -263,7 +263,7 @@ def on_run_device(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
 def last_binding(ctx: FileContext, name: cst.Name):
     """The binding of `name` that its read sees: a plain assignment in its own scope that certainly ran
     (the last one before the read, dominating it, none later in a loop around both), else None."""
-    from devlint.rules._device import _deleted, _dominates, _source_order
+    from devlint.analysis.device import _deleted, _dominates, _source_order
 
     if name.value in ("self", "cls") or any(
         item.name.value == name.value for kind in (cst.Global, cst.Nonlocal)

@@ -3,7 +3,7 @@
 DL009, DL010 and DL012 reason about what `nn.Module` does for a class (`model.to(device)` moves its
 parameters and buffers, nothing else; a module has no `device` attribute). That holds only where every
 class of the chain is known: torch.nn classes, classes of this file, and project classes in other files
-(devlint.project, `ProjectView.class_chain`). A base devlint cannot see into (Hugging Face
+(devlint.analysis.project, `ProjectView.class_chain`). A base devlint cannot see into (Hugging Face
 `PreTrainedModel`, `LightningModule`, an mmcv `BaseModule`) may define `device`, override `_apply` or
 move attributes itself: such a class answers None, and the rules leave it alone.
 
@@ -28,7 +28,7 @@ from functools import cached_property
 import libcst as cst
 
 from devlint.context import FileContext, target_names
-from devlint.rules._kinds import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
+from devlint.analysis.kinds import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
 from devlint.syntax import string_value
 
 # torch.nn classes that do define what a plain module lacks (`self.device` in DDP's __init__).
@@ -135,7 +135,7 @@ class ModuleClasses:
         return True, frozenset(members)
 
     def _own_members(self, cls: cst.ClassDef) -> frozenset:
-        """What devlint.project.class_members says of a class of another file, read from LibCST's tree
+        """What devlint.analysis.project.class_members says of a class of another file, read from LibCST's tree
         (no second parse): names bound in the body, `self.x` stores, literal `setattr` / `register_*`
         names; "*" for a keyword base, `__getattr__`, `__setattr__` or a computed name."""
         found: set[str] = set()
