@@ -1,4 +1,5 @@
-"""Whether `--device-name` and `--device-expression` can be written as `NAME = EXPRESSION` at module level.
+"""The fix options (`FixOptions`: what the fixer writes), and whether `--device-name` and
+`--device-expression` can be written as `NAME = EXPRESSION` at module level.
 
 The fixer inserts exactly that line into the user's file, so an option that is not valid there
 would make `--fix` write a file that does not compile (`yield 1`, `await f()`, `*a`,
@@ -12,8 +13,18 @@ from __future__ import annotations
 import ast
 import keyword
 import unicodedata
+from dataclasses import dataclass
 
 NAMED_EXPRESSIONS = ("cuda", "accelerator")
+
+
+@dataclass(frozen=True)
+class FixOptions:
+    """What the fixer writes; shared by every rule that needs a device."""
+
+    device_name: str = "device"
+    device_expression: str = "cuda"  # 'cuda', 'accelerator', or a Python expression
+    map_location: str = "auto"  # 'auto', 'device' or 'cpu'
 
 
 def device_name_problem(name: object) -> str | None:

@@ -31,7 +31,7 @@ import re
 
 import libcst as cst
 
-from devlint.context import FileContext
+from devlint.facts import FileFacts
 from devlint.model import Applicability, Fix
 from devlint.syntax import calls_in, dotted_name, string_value
 
@@ -39,7 +39,7 @@ _FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 
 
 # -- S4: torch bound in the function ---------------------------------------------------------------
-def local_torch_binding(ctx: FileContext, function: cst.CSTNode) -> cst.CSTNode | None:
+def local_torch_binding(ctx: FileFacts, function: cst.CSTNode) -> cst.CSTNode | None:
     """A binding of the torch name (`ctx.torch_alias`, else `torch`) in the scope of `function` or of a
     function around it, which a definition in `function` would read instead of the torch module."""
     if not isinstance(function, cst.FunctionDef):
@@ -52,8 +52,8 @@ def local_torch_binding(ctx: FileContext, function: cst.CSTNode) -> cst.CSTNode 
     return None
 
 
-def _torch_sites(ctx: FileContext, name: str) -> list[cst.CSTNode]:
-    cache = ctx.__dict__.setdefault("_binding_torch_sites", {})
+def _torch_sites(ctx: FileFacts, name: str) -> list[cst.CSTNode]:
+    cache = ctx.memo.setdefault("binding_torch_sites", {})
     if name not in cache:
         sites = list(ctx.binding_sites.get(name, ()))
         for kind in (cst.Import, cst.ImportFrom):
@@ -72,7 +72,7 @@ def _bound_name(alias: cst.ImportAlias) -> str | None:
     return (dotted_name(alias.name) or "").split(".")[0]
 
 
-def _scope_owner(ctx: FileContext, site: cst.CSTNode) -> cst.CSTNode | None:
+def _scope_owner(ctx: FileFacts, site: cst.CSTNode) -> cst.CSTNode | None:
     """The function whose scope a binding belongs to (None: module or class level)."""
     if isinstance(site, cst.Param):
         return ctx.enclosing(site, _FUNCTIONS)
@@ -89,7 +89,7 @@ def _scope_owner(ctx: FileContext, site: cst.CSTNode) -> cst.CSTNode | None:
     return None
 
 
-def _match_captures(ctx: FileContext) -> list[cst.Name]:
+def _match_captures(ctx: FileFacts) -> list[cst.Name]:
     """Names a `match` statement binds (LibCST's scope analysis does not record them)."""
     names = [n.name for kind in (cst.MatchAs, cst.MatchStar) for n in ctx.nodes(kind) if n.name is not None]
     names += [m.rest for m in ctx.nodes(cst.MatchMapping) if m.rest is not None]
@@ -102,7 +102,7 @@ _SCRIPTING = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.ji
 _PYTHON_ONLY = frozenset({"torch.jit.ignore", "torch.jit.unused"})
 
 
-def torchscript_owner(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
+def torchscript_owner(ctx: FileFacts, node: cst.CSTNode) -> cst.CSTNode | None:
     """The function or class around `node` that TorchScript compiles, if any."""
     compiled = _compiled(ctx)
     if not compiled:
@@ -115,11 +115,11 @@ def torchscript_owner(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None
     return None
 
 
-def _compiled(ctx: FileContext) -> set[int]:
-    found = ctx.__dict__.get("_binding_compiled")
+def _compiled(ctx: FileFacts) -> set[int]:
+    found = ctx.memo.get("binding_compiled")
     if found is not None:
         return found
-    found = ctx.__dict__["_binding_compiled"] = set()
+    found = ctx.memo["binding_compiled"] = set()
     if not any(a.attr.value in ("script", "script_method") for a in ctx.nodes(cst.Attribute)) and not any(
             target.rsplit(".", 1)[-1] in ("script", "script_method")
             for targets in ctx._imports.values() for target in targets):
@@ -143,7 +143,7 @@ def _compiled(ctx: FileContext) -> set[int]:
     return found
 
 
-def _scripted_argument(ctx: FileContext, value: cst.BaseExpression, definitions) -> list[cst.CSTNode]:
+def _scripted_argument(ctx: FileFacts, value: cst.BaseExpression, definitions) -> list[cst.CSTNode]:
     """What `torch.jit.script(value)` compiles of the file: `f`, the class `Net`, the methods but `__init__` of
     `Net(...)` or of `model` bound to `Net(...)`, the method `Net.forward`."""
     if isinstance(value, cst.Name) and value.value in definitions:
@@ -179,7 +179,7 @@ def _module_methods(name: str, definitions, seen: set[str]) -> list[cst.CSTNode]
     return found
 
 
-def _decorated(ctx: FileContext, definition: cst.CSTNode, names: frozenset) -> bool:
+def _decorated(ctx: FileFacts, definition: cst.CSTNode, names: frozenset) -> bool:
     for decorator in getattr(definition, "decorators", ()):
         expression = decorator.decorator
         if isinstance(expression, cst.Call):
@@ -190,21 +190,21 @@ def _decorated(ctx: FileContext, definition: cst.CSTNode, names: frozenset) -> b
 
 
 # -- S6: a library for placement ------------------------------------------------------------------
-def imported_by_project(ctx: FileContext) -> tuple[str, ...] | None:
+def imported_by_project(ctx: FileFacts) -> tuple[str, ...] | None:
     """The project files that import this one (None: unknown, a project too big to list); () when the
     file is checked without a path (stdin) or nothing imports it."""
     view = ctx.project
     if view is None or not view.path.endswith(".py"):
         return ()  # stdin; a notebook, which no file imports
-    found = ctx.__dict__.get("_binding_importers", False)
+    found = ctx.memo.get("binding_importers", False)
     if found is False:
         from devlint.analysis.importers import importers
 
-        found = ctx.__dict__["_binding_importers"] = importers(view)
+        found = ctx.memo["binding_importers"] = importers(view)
     return found
 
 
-def library_reason(ctx: FileContext) -> str | None:
+def library_reason(ctx: FileFacts) -> str | None:
     """Why the file counts as a library though it looks like a script, or None."""
     found = imported_by_project(ctx)
     if found is None:
@@ -221,7 +221,7 @@ def library_reason(ctx: FileContext) -> str | None:
 _GLOBALS_READS = frozenset({"get", "keys", "items", "values", "copy", "__contains__", "__getitem__"})
 
 
-def rebinding(ctx: FileContext, node: cst.CSTNode, name: str, inserted: bool) -> str | None:
+def rebinding(ctx: FileFacts, node: cst.CSTNode, name: str, inserted: bool) -> str | None:
     """Why the module-level `name` that the fix at `node` reads may hold something else when it runs
     (see the module docstring), or None. `inserted`: the fixer defines it (after the imports, or at
     the top of the main block), rather than reusing a binding of the file."""
@@ -250,14 +250,14 @@ def rebinding(ctx: FileContext, node: cst.CSTNode, name: str, inserted: bool) ->
     return None
 
 
-def _binds_the_run_device(ctx: FileContext, target: cst.CSTNode) -> bool:
+def _binds_the_run_device(ctx: FileFacts, target: cst.CSTNode) -> bool:
     """Is `target` assigned the GPU `.cuda()` uses where CUDA is available: `torch.device("cuda")`,
     `"cuda:0"`, or such a device when `torch.cuda.is_available()`, else anything?"""
     value = ctx.assigned_value(target) if isinstance(target, cst.Name) else None
     return value is not None and _run_device(ctx, value)
 
 
-def _run_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
+def _run_device(ctx: FileFacts, value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Call) and len(value.args) == 1 and not value.args[0].keyword and (
             "torch.device" in ctx.qualified_names(value.func)):
         value = value.args[0].value
@@ -268,7 +268,7 @@ def _run_device(ctx: FileContext, value: cst.BaseExpression) -> bool:
     return string_value(value) in ("cuda", "cuda:0")
 
 
-def _reused_binding(ctx: FileContext, node: cst.CSTNode, name: str):
+def _reused_binding(ctx: FileFacts, node: cst.CSTNode, name: str):
     """The last binding of `name` that has certainly run when `node` runs (the one the fix reuses)."""
     from devlint.analysis.device import _dominates
 
@@ -276,25 +276,25 @@ def _reused_binding(ctx: FileContext, node: cst.CSTNode, name: str):
     return max(dominating, key=lambda a: _position(ctx, a.node)) if dominating else None
 
 
-def _position(ctx: FileContext, node: cst.CSTNode) -> tuple[int, int]:
+def _position(ctx: FileFacts, node: cst.CSTNode) -> tuple[int, int]:
     position = ctx.positions.get(node)
     return (0, 0) if position is None else (position.start.line, position.start.column)
 
 
-def _line(ctx: FileContext, node: cst.CSTNode) -> int:
+def _line(ctx: FileFacts, node: cst.CSTNode) -> int:
     return _position(ctx, node)[0]
 
 
-def _dynamic_write(ctx: FileContext, name: str, inserted: bool) -> str | None:
+def _dynamic_write(ctx: FileFacts, name: str, inserted: bool) -> str | None:
     """A write to the module's namespace (or, for an inserted definition, the builtins) that the scope
     analysis does not see, by which `name` may be rebound. (Once per file: every fix asks.)"""
-    cache = ctx.__dict__.setdefault("_binding_dynamic", {})
+    cache = ctx.memo.setdefault("binding_dynamic", {})
     if (name, inserted) not in cache:
         cache[name, inserted] = _find_dynamic_write(ctx, name, inserted)
     return cache[name, inserted]
 
 
-def _find_dynamic_write(ctx: FileContext, name: str, inserted: bool) -> str | None:
+def _find_dynamic_write(ctx: FileFacts, name: str, inserted: bool) -> str | None:
     for call in ctx.nodes(cst.Call):
         func = call.func
         if not isinstance(func, cst.Name) or ctx.binds(func.value):
@@ -319,7 +319,7 @@ def _find_dynamic_write(ctx: FileContext, name: str, inserted: bool) -> str | No
     return None
 
 
-def _only_read(ctx: FileContext, call: cst.Call) -> bool:
+def _only_read(ctx: FileFacts, call: cst.Call) -> bool:
     """`globals()["x"]`, `"x" in globals()`, `globals().get("x")`: a use that writes nothing."""
     parent = ctx.parent(call)
     if isinstance(parent, cst.Subscript):
@@ -329,14 +329,14 @@ def _only_read(ctx: FileContext, call: cst.Call) -> bool:
     return isinstance(parent, cst.Attribute) and parent.attr.value in _GLOBALS_READS
 
 
-def _is_target(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _is_target(ctx: FileFacts, node: cst.CSTNode) -> bool:
     parent = ctx.parent(node)
     if isinstance(parent, (cst.Element, cst.StarredElement)):
         parent = ctx.enclosing(node, (cst.AssignTarget, cst.Call, cst.Subscript, cst.Comparison))
     return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del))
 
 
-def _namespace(ctx: FileContext, value: cst.BaseExpression, inserted: bool) -> bool:
+def _namespace(ctx: FileFacts, value: cst.BaseExpression, inserted: bool) -> bool:
     """Is `value` the module's own namespace (`sys.modules[__name__]`, `__main__`), or, for an inserted
     definition, the builtins?"""
     text = re.sub(r"\s+", "", ctx.code(value))
@@ -346,13 +346,13 @@ def _namespace(ctx: FileContext, value: cst.BaseExpression, inserted: bool) -> b
     return inserted and bool({"builtins", "__builtin__", "__builtins__"} & (qualified | {text}))
 
 
-def _short(ctx: FileContext, node: cst.CSTNode) -> str:
+def _short(ctx: FileFacts, node: cst.CSTNode) -> str:
     text = " ".join(ctx.code(node).split())
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 # -- applied to every reported fix ----------------------------------------------------------------
-def review(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> Fix:
+def review(ctx: FileFacts, node: cst.CSTNode, fix: Fix) -> Fix:
     """`fix`, made display-only in TorchScript and unsafe where the device name it writes may be rebound."""
     if fix.applicability is Applicability.DISPLAY_ONLY:
         return fix
@@ -369,7 +369,7 @@ def review(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> Fix:
     return dataclasses.replace(fix, title=f"{fix.title} ({reason})", applicability=Applicability.UNSAFE)
 
 
-def _rebinding_of_written_name(ctx: FileContext, node: cst.CSTNode, fix: Fix) -> str | None:
+def _rebinding_of_written_name(ctx: FileFacts, node: cst.CSTNode, fix: Fix) -> str | None:
     from devlint.analysis.device import (  # (here: devlint.analysis.device imports this module)
         _has_star_import,
         definition_name,

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.context import FileContext, target_names
+from devlint.facts import FileFacts, target_names
 from devlint.analysis.binding import library_reason, local_torch_binding
 from devlint.syntax import dotted_name, is_none, string_value
 
@@ -93,7 +93,7 @@ def device_expression(options_expression: str, torch_name: str) -> str:
     return options_expression
 
 
-def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | None:
+def device_reference(ctx: FileFacts, node: cst.CSTNode) -> tuple[str, bool] | None:
     """(name to write, whether a module-level definition must be added), or None if unsafe to write."""
     name = ctx.options.device_name
     found = _reuse(ctx, node, name)
@@ -111,7 +111,7 @@ def device_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, bool] | 
     return (definition, True) if _placement(ctx, node, definition, found) is not None else None
 
 
-def device_failure(ctx: FileContext, node: cst.CSTNode) -> str:
+def device_failure(ctx: FileFacts, node: cst.CSTNode) -> str:
     """Why `device_reference(ctx, node)` is None: the real cause, in words for a display-only title.
 
     It follows `device_reference` step by step: the configured name is bound where the fix would
@@ -139,7 +139,7 @@ def device_failure(ctx: FileContext, node: cst.CSTNode) -> str:
     return _placement_failure(ctx, node, definition, found, star and definition != name)
 
 
-def torch_failure(ctx: FileContext) -> str:
+def torch_failure(ctx: FileFacts) -> str:
     """Why no name of the file is the torch module a fix may write (or a definition may use)."""
     if ctx.torch_alias is None and ctx.binds("torch"):
         if "torch" not in ctx._other_bindings and ctx._imports.get("torch") == {"torch"}:
@@ -148,22 +148,22 @@ def torch_failure(ctx: FileContext) -> str:
     return "torch is not imported"
 
 
-def _source_order(ctx: FileContext, node: cst.CSTNode) -> tuple[int, int]:
+def _source_order(ctx: FileFacts, node: cst.CSTNode) -> tuple[int, int]:
     position = ctx.positions.get(node)
     return (0, 0) if position is None else (position.start.line, position.start.column)
 
 
-def _line(ctx: FileContext, node: cst.CSTNode) -> str:
+def _line(ctx: FileFacts, node: cst.CSTNode) -> str:
     position = ctx.positions.get(node)
     return "" if position is None else f" (line {position.start.line})"
 
 
-def _short(ctx: FileContext, node: cst.CSTNode, limit: int = 40) -> str:
+def _short(ctx: FileFacts, node: cst.CSTNode, limit: int = 40) -> str:
     text = " ".join(ctx.code(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _reuse_failure(ctx: FileContext, node: cst.CSTNode, name: str) -> str:
+def _reuse_failure(ctx: FileFacts, node: cst.CSTNode, name: str) -> str:
     """Why `_reuse(ctx, node, name)` is None."""
     owner = _owner(ctx, node)
     for statement in _declarations(ctx, name) if _declared_later(ctx, node, name) else ():
@@ -196,7 +196,7 @@ def _reuse_failure(ctx: FileContext, node: cst.CSTNode, name: str) -> str:
     return f"`{name}` may be unbound here: its binding{detail} is on a branch, in a loop or in a `try`"
 
 
-def _not_a_device(ctx: FileContext, assignment, name: str) -> str:
+def _not_a_device(ctx: FileFacts, assignment, name: str) -> str:
     """Says what `assignment` binds `name` to, which is not known to be a device."""
     node = assignment.node
     line = _line(ctx, node)
@@ -251,7 +251,7 @@ def _not_a_device(ctx: FileContext, assignment, name: str) -> str:
     return f"`{name}` is bound by something other than a plain assignment{line}: not known to be a device"
 
 
-def _placement_failure(ctx: FileContext, node: cst.CSTNode, name: str, found, star: bool) -> str:
+def _placement_failure(ctx: FileFacts, node: cst.CSTNode, name: str, found, star: bool) -> str:
     """Why `_placement(ctx, node, name, found)` is None."""
     star_note = " (named `" + name + "`: a star import may bind `" + name.lstrip("_") + "`)" if star else ""
     if ctx.torch_alias is None and ctx.binds("torch"):
@@ -278,7 +278,7 @@ def _placement_failure(ctx: FileContext, node: cst.CSTNode, name: str, found, st
             "function that could define it")
 
 
-def _local_failure(ctx: FileContext, function, statement, name: str, found) -> str:
+def _local_failure(ctx: FileFacts, function, statement, name: str, found) -> str:
     """Why `_can_define_locally` is False."""
     facts = _facts(ctx)
     mention = next((m for m in facts.mentions(name) if _inside(ctx, m, function)), None)
@@ -305,7 +305,7 @@ def _local_failure(ctx: FileContext, function, statement, name: str, found) -> s
             "query CUDA first")
 
 
-def _insert_failure(ctx: FileContext, node: cst.CSTNode, name: str, found) -> str:
+def _insert_failure(ctx: FileFacts, node: cst.CSTNode, name: str, found) -> str:
     """Why `_can_insert` is False (a site that runs at import, or a script's)."""
     if not _definition_reaches(ctx, node):
         return "this code runs above the end of the imports, where a module-level definition would go"
@@ -333,7 +333,7 @@ def _insert_failure(ctx: FileContext, node: cst.CSTNode, name: str, found) -> st
     return "no module-level definition can be placed here"
 
 
-def device_source(ctx: FileContext, node: cst.CSTNode,
+def device_source(ctx: FileFacts, node: cst.CSTNode,
                   value: cst.CSTNode | None = None) -> tuple[str, bool] | None:
     """Like `device_reference`, but the text may be an expression, not only a name. For rules that
     write the text as an expression (`cst.parse_expression`), not as a `cst.Name`. In this order:
@@ -373,7 +373,7 @@ _COMBINING_FUNCTIONS = frozenset(
 )
 
 
-def derived_device(ctx: FileContext, value: cst.CSTNode) -> str | None:
+def derived_device(ctx: FileFacts, value: cst.CSTNode) -> str | None:
     """`y.device` where the expression `value` (whose result lives on the run's device: `x.cuda()`,
     `torch.ones(3, device="cuda")`) is, maybe through placement-keeping tensor methods (`.float()`,
     `.view(...)`), an operand of a binary operation (`value + y`) or an argument beside `y` of a torch
@@ -425,7 +425,7 @@ def derived_device(ctx: FileContext, value: cst.CSTNode) -> str | None:
     return None
 
 
-def proven_on_device(ctx: FileContext, name: cst.Name) -> bool:
+def proven_on_device(ctx: FileFacts, name: cst.Name) -> bool:
     """Is `name`, where it is read, a tensor (by its kind: not a model's output that may be a float, not
     a container with its own `.cuda()`) bound by an assignment that certainly ran, of a value proven on
     the run's device, and not moved in place since (`y.data = y.data.cpu()`)?"""
@@ -434,12 +434,12 @@ def proven_on_device(ctx: FileContext, name: cst.Name) -> bool:
     return is_tensor(ctx, name) and on_run_device(ctx, name)
 
 
-def _combines(ctx: FileContext, call: cst.Call) -> bool:
+def _combines(ctx: FileFacts, call: cst.Call) -> bool:
     return any(n.startswith("torch.") and n.count(".") == 1 and n.split(".", 1)[1] in _COMBINING_FUNCTIONS
                for n in ctx.qualified_names(call.func))
 
 
-def holds_torch_device(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
+def holds_torch_device(ctx: FileFacts, node: cst.CSTNode, text: str) -> bool:
     """Is `text` (what `device_source` wrote at `node`) certainly a `torch.device`, not a string or an
     index, so that `text.type` works? `y.device` of a tensor; `self.device` set from `torch.device(...)`
     or a tensor's `.device`; a name whose every binding is `torch.device(...)`, a tensor's `.device`, or
@@ -453,7 +453,7 @@ def holds_torch_device(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
     return _holds_torch_device_name(ctx, node, text)
 
 
-def _holds_torch_device_name(ctx: FileContext, node: cst.CSTNode, text: str) -> bool:
+def _holds_torch_device_name(ctx: FileFacts, node: cst.CSTNode, text: str) -> bool:
     assignments = ctx.bindings(node, text)
     if not assignments:
         return False
@@ -472,9 +472,9 @@ def _holds_torch_device_name(ctx: FileContext, node: cst.CSTNode, text: str) -> 
     return True
 
 
-def _is_torch_device_value(ctx: FileContext, value: cst.BaseExpression) -> bool:
+def _is_torch_device_value(ctx: FileFacts, value: cst.BaseExpression) -> bool:
     """`torch.device(...)`, or `.device` of a tensor (by kind) or of `next(m.parameters())`."""
-    from devlint.analysis.kinds import TENSOR
+    from devlint.analysis.kinds import TENSOR, kinds_of
 
     if isinstance(value, cst.Call):
         return "torch.device" in ctx.qualified_names(value.func)
@@ -484,11 +484,11 @@ def _is_torch_device_value(ctx: FileContext, value: cst.BaseExpression) -> bool:
             inner = receiver.args[0].value
             return (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute)
                     and inner.func.attr.value in ("parameters", "buffers") and not inner.args)
-        return ctx.kinds.of(receiver) is TENSOR
+        return kinds_of(ctx).of(receiver) is TENSOR
     return False
 
 
-def _own_device_attribute(ctx: FileContext, node: cst.CSTNode, name: str) -> str | None:
+def _own_device_attribute(ctx: FileFacts, node: cst.CSTNode, name: str) -> str | None:
     """`self.device` in a method (not `__init__`) of a class whose `__init__` sets `self.device` from a
     value proven to be the run's device in a statement of its body, and that binds the attribute to
     nothing else anywhere in the file (no other assignment, no `device` method or property), where
@@ -498,13 +498,13 @@ def _own_device_attribute(ctx: FileContext, node: cst.CSTNode, name: str) -> str
     return None if found is None else f"{found[0]}.{name}"
 
 
-def _own_device_values(ctx: FileContext, node: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
+def _own_device_values(ctx: FileFacts, node: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     """The values `__init__` sets `self.<name>` from, when `_own_device_attribute` offers it."""
     found = _own_device_found(ctx, node, name)
     return [] if found is None else found[1]
 
 
-def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
+def _own_device_found(ctx: FileFacts, node: cst.CSTNode, name: str):
     method = ctx.enclosing(node, (cst.FunctionDef, cst.Lambda))
     if not isinstance(method, cst.FunctionDef) or method.name.value == "__init__":
         return None
@@ -551,7 +551,7 @@ def _own_device_found(ctx: FileContext, node: cst.CSTNode, name: str):
     return receiver, values
 
 
-def _init_device_value(ctx: FileContext, init: cst.FunctionDef, value: cst.BaseExpression, name: str) -> bool:
+def _init_device_value(ctx: FileFacts, init: cst.FunctionDef, value: cst.BaseExpression, name: str) -> bool:
     """A value proven to be the run's device (`_derived.run_device_value`). Not a parameter of `__init__`
     (`self.device = device`): a caller may pass the CPU."""
     from devlint.analysis.derived import run_device_value
@@ -564,7 +564,7 @@ def _is_self_attribute(target: cst.BaseExpression, receiver: str, name: str) -> 
             and isinstance(target.value, cst.Name) and target.value.value == receiver)
 
 
-def _is_assigned(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _is_assigned(ctx: FileFacts, node: cst.CSTNode) -> bool:
     parent = ctx.parent(node)
     if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) or isinstance(parent, cst.Del):
         return True
@@ -573,7 +573,7 @@ def _is_assigned(ctx: FileContext, node: cst.CSTNode) -> bool:
     return isinstance(parent, (cst.For, cst.CompFor, cst.WithItem, cst.AsName, cst.NamedExpr))
 
 
-def _binds(ctx: FileContext, name: cst.Name) -> bool:
+def _binds(ctx: FileFacts, name: cst.Name) -> bool:
     parent = ctx.parent(name)
     return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.AsName,
                                cst.NamedExpr, cst.Element, cst.StarredElement, cst.NameItem))
@@ -591,7 +591,7 @@ class Placement:
 MODULE_LEVEL = Placement()
 
 
-def definition_placement(ctx: FileContext, node: cst.CSTNode) -> Placement | None:
+def definition_placement(ctx: FileFacts, node: cst.CSTNode) -> Placement | None:
     """Where the definition that `device_reference(ctx, node)` asked for goes (None: nowhere)."""
     name = ctx.options.device_name
     definition = definition_name(name, _has_star_import(ctx))
@@ -603,16 +603,16 @@ def definition_placement(ctx: FileContext, node: cst.CSTNode) -> Placement | Non
     return _placement(ctx, node, definition, found)
 
 
-def _placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placement | None:
+def _placement(ctx: FileFacts, node: cst.CSTNode, name: str, found) -> Placement | None:
     """(Once per site: the rule asks, then devlint.analysis.binding.review and the fixer.)"""
-    cache = ctx.__dict__.setdefault("_device_placements", {})
+    cache = ctx.memo.setdefault("device_placements", {})
     key = (id(node), name, found)
     if key not in cache:
         cache[key] = _find_placement(ctx, node, name, found)
     return cache[key]
 
 
-def _find_placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Placement | None:
+def _find_placement(ctx: FileFacts, node: cst.CSTNode, name: str, found) -> Placement | None:
     if ctx.torch_alias is None and ctx.binds("torch"):
         return None  # `torch` names something that is not the torch module
     if _deleted(ctx, node, name) or _declared_later(ctx, node, name):
@@ -627,7 +627,7 @@ def _find_placement(ctx: FileContext, node: cst.CSTNode, name: str, found) -> Pl
     return None
 
 
-def _module_level_runs_in_time(ctx: FileContext, node: cst.CSTNode, at_import: bool) -> bool:
+def _module_level_runs_in_time(ctx: FileFacts, node: cst.CSTNode, at_import: bool) -> bool:
     """Does a module-level definition run no earlier than the code that needs it? Where the site runs at
     import (not in the main block of a file others import: that block does not run then), or in a
     script that no project file imports (devlint.analysis.binding.library_reason)."""
@@ -636,11 +636,11 @@ def _module_level_runs_in_time(ctx: FileContext, node: cst.CSTNode, at_import: b
     return script_evidence(ctx) and not _is_library(ctx)
 
 
-def _is_library(ctx: FileContext) -> bool:
+def _is_library(ctx: FileFacts) -> bool:
     return script_evidence(ctx) and library_reason(ctx) is not None
 
 
-def _main_block_site(ctx: FileContext, node: cst.CSTNode):
+def _main_block_site(ctx: FileFacts, node: cst.CSTNode):
     """(the top-level `if __name__ == "__main__":`, the statement of its body holding `node`) or Nones."""
     path = [node]
     for ancestor in ctx.ancestors(node):
@@ -653,7 +653,7 @@ def _main_block_site(ctx: FileContext, node: cst.CSTNode):
     return None, None
 
 
-def _evaluation_site(ctx: FileContext, node: cst.CSTNode):
+def _evaluation_site(ctx: FileFacts, node: cst.CSTNode):
     """(runs at import, the innermost function whose body runs it, the statement of that body holding it).
 
     A decorator, a default or an annotation runs where its definition does; a lambda's body runs
@@ -674,7 +674,7 @@ def _evaluation_site(ctx: FileContext, node: cst.CSTNode):
     return False, None, None
 
 
-def _can_define_locally(ctx: FileContext, function: cst.FunctionDef, statement: cst.BaseStatement,
+def _can_define_locally(ctx: FileFacts, function: cst.FunctionDef, statement: cst.BaseStatement,
                         name: str) -> bool:
     """Does `name = ...` right before `statement` of `function`'s body bind it for the site, changing
     nothing else and querying CUDA before no `CUDA_VISIBLE_DEVICES` setting?"""
@@ -695,7 +695,7 @@ def _can_define_locally(ctx: FileContext, function: cst.FunctionDef, statement: 
     return True
 
 
-def _is_variable(ctx: FileContext, name: cst.Name) -> bool:
+def _is_variable(ctx: FileFacts, name: cst.Name) -> bool:
     parent = ctx.parent(name)
     if isinstance(parent, cst.Attribute) and parent.attr is name:
         return False
@@ -704,11 +704,11 @@ def _is_variable(ctx: FileContext, name: cst.Name) -> bool:
     return not (isinstance(parent, cst.ImportAlias) and parent.asname is not None)  # `import a.device as b`
 
 
-def _inside(ctx: FileContext, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+def _inside(ctx: FileFacts, node: cst.CSTNode, container: cst.CSTNode) -> bool:
     return any(a is container for a in ctx.ancestors(node))
 
 
-def _holder(ctx: FileContext, node: cst.CSTNode, function: cst.FunctionDef) -> cst.CSTNode | None:
+def _holder(ctx: FileFacts, node: cst.CSTNode, function: cst.FunctionDef) -> cst.CSTNode | None:
     """The statement of `function`'s body that holds `node`."""
     child = node
     for ancestor in ctx.ancestors(node):
@@ -733,7 +733,7 @@ _SETUP_CALLS = frozenset({"setLevel", "addHandler", "basicConfig", "filterwarnin
                           "set_printoptions", "install", "extend", "append", "update", "use"})
 
 
-def script_evidence(ctx: FileContext) -> bool:
+def script_evidence(ctx: FileFacts) -> bool:
     """Is the file run as a program (so a module-level definition runs no earlier than its code)?
 
     `if __name__ == "__main__":` at top level, a notebook (devlint's joined cells), or top-level
@@ -795,7 +795,7 @@ CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 class _Facts:
     """Per-file facts for placing a definition, computed once."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         self.ctx = ctx
         self.script = _is_script(ctx.module)
         self.settings = _visible_devices_settings(ctx)
@@ -893,10 +893,10 @@ def _subtree(node: cst.CSTNode, kind: type):
             yield from _subtree(child, kind)
 
 
-def _facts(ctx: FileContext) -> _Facts:
-    facts = ctx.__dict__.get("_device_placement_facts")
+def _facts(ctx: FileFacts) -> _Facts:
+    facts = ctx.memo.get("device_placement_facts")
     if facts is None:
-        facts = ctx.__dict__["_device_placement_facts"] = _Facts(ctx)
+        facts = ctx.memo["device_placement_facts"] = _Facts(ctx)
     return facts
 
 
@@ -909,12 +909,12 @@ def _called_name(call: cst.Call) -> str | None:
     return None
 
 
-def sets_visible_devices(ctx: FileContext) -> bool:
+def sets_visible_devices(ctx: FileFacts) -> bool:
     """Does the file (maybe) set `CUDA_VISIBLE_DEVICES`? Then a CUDA query devlint writes may run first."""
     return bool(_visible_devices_settings(ctx))
 
 
-def _visible_devices_settings(ctx: FileContext) -> list[cst.CSTNode]:
+def _visible_devices_settings(ctx: FileFacts) -> list[cst.CSTNode]:
     """Every node that may set `CUDA_VISIBLE_DEVICES` in the process's environment."""
     found: list[cst.CSTNode] = []
     for target in ctx.nodes(cst.AssignTarget):
@@ -949,7 +949,7 @@ def _visible_devices_settings(ctx: FileContext) -> list[cst.CSTNode]:
 _SETTERS = frozenset({"setdefault", "__setitem__", "update", "putenv", "setenv"})
 
 
-def _is_environ(ctx: FileContext, node: cst.BaseExpression) -> bool:
+def _is_environ(ctx: FileFacts, node: cst.BaseExpression) -> bool:
     return "os.environ" in ctx.qualified_names(node)
 
 
@@ -1001,7 +1001,7 @@ def has_star_import(module: cst.Module) -> bool:
     return found
 
 
-def _has_star_import(ctx: FileContext) -> bool:
+def _has_star_import(ctx: FileFacts) -> bool:
     return any(isinstance(node.names, cst.ImportStar) for node in ctx.nodes(cst.ImportFrom))
 
 
@@ -1014,7 +1014,7 @@ _UNBOUND = "unbound"  # nothing binds the name where the fix writes it
 _MODULE_MAYBE = "module-maybe"  # only module-level device assignments that may not have run there
 
 
-def unproven_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str] | None:
+def unproven_reference(ctx: FileFacts, node: cst.CSTNode) -> tuple[str, str] | None:
     """(name, why a fix that writes it is unsafe) where the configured name is certainly bound at `node`
     to what may be the device `.cuda()` used, but is not proven to be (`_derived.may_be_run_device`:
     a parameter, `args.device`, `torch.device(name)`, ...; not `None`, the CPU or `cuda:N` with N > 0).
@@ -1025,7 +1025,7 @@ def unproven_reference(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str] |
     return name, _reuse_failure(ctx, node, name)
 
 
-def _reuse(ctx: FileContext, node: cst.CSTNode, name: str, loose: bool = False):
+def _reuse(ctx: FileFacts, node: cst.CSTNode, name: str, loose: bool = False):
     """(name, False) when `name` is certainly a bound device at `node`, else None, _UNBOUND or _MODULE_MAYBE.
     `loose`: a binding that may be the run's device counts (`unproven_reference`). Module-level bindings
     that may not have run (`_MODULE_MAYBE`) need only hold a device: the definition the fixer then
@@ -1055,7 +1055,7 @@ def _reuse(ctx: FileContext, node: cst.CSTNode, name: str, loose: bool = False):
     return None  # a local (or an enclosing function's) binding that may not have run: no global helps
 
 
-def _dominates(ctx: FileContext, assignment, use: cst.CSTNode) -> bool:
+def _dominates(ctx: FileFacts, assignment, use: cst.CSTNode) -> bool:
     """Has the binding certainly run whenever `use` runs? A parameter, or an earlier statement of a block
     that holds `use` (Python has no jump into a block: its statements run in order)."""
     node = assignment.node
@@ -1083,19 +1083,19 @@ def _index(sequence, item) -> int:
 _STATEMENT_OWNERS = (cst.FunctionDef, cst.ClassDef, cst.Module)
 
 
-def _owner(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode:
+def _owner(ctx: FileFacts, node: cst.CSTNode) -> cst.CSTNode:
     """The function, class or module whose body holds `node` (as a statement or in one)."""
     return ctx.enclosing(node, _STATEMENT_OWNERS) or ctx.module
 
 
-def _declarations(ctx: FileContext, name: str):
+def _declarations(ctx: FileFacts, name: str):
     for kind in (cst.Global, cst.Nonlocal):
         for statement in ctx.nodes(kind):
             if any(item.name.value == name for item in statement.names):
                 yield statement
 
 
-def _declared_later(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
+def _declared_later(ctx: FileFacts, node: cst.CSTNode, name: str) -> bool:
     """A `global`/`nonlocal` of `name` after `node` in its body: a use written there does not compile."""
     owner = _owner(ctx, node)
     for statement in _declarations(ctx, name):
@@ -1108,7 +1108,7 @@ def _declared_later(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def _deleted(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
+def _deleted(ctx: FileFacts, node: cst.CSTNode, name: str) -> bool:
     """A `del name` that may unbind the name `node` reads: in the module, in a function around `node`,
     or declared global/nonlocal where it is."""
     owners = {id(a) for a in ctx.ancestors(node) if isinstance(a, _STATEMENT_OWNERS)}
@@ -1123,7 +1123,7 @@ def _deleted(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def _can_insert(ctx: FileContext, node: cst.CSTNode, name: str, found) -> bool:
+def _can_insert(ctx: FileFacts, node: cst.CSTNode, name: str, found) -> bool:
     """Does a module-level `name = ...` after the imports bind `name` for `node`, breaking nothing?"""
     if not _definition_reaches(ctx, node) or _deleted(ctx, node, name) or _declared_later(ctx, node, name):
         return False
@@ -1147,7 +1147,7 @@ def _can_insert(ctx: FileContext, node: cst.CSTNode, name: str, found) -> bool:
     return True
 
 
-def _top_index(ctx: FileContext, node: cst.CSTNode) -> int:
+def _top_index(ctx: FileFacts, node: cst.CSTNode) -> int:
     top = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, cst.Module):
@@ -1160,7 +1160,7 @@ _SCOPE_OWNERS = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.Se
                  cst.GeneratorExp)
 
 
-def _may_be_visible(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
+def _may_be_visible(ctx: FileFacts, node: cst.CSTNode, name: str) -> bool:
     """Could a binding of `name` be in scope at `node`? False only when every one is certainly not.
 
     Answers the common case without LibCST's scope analysis of the whole file, which costs more than
@@ -1185,7 +1185,7 @@ def _may_be_visible(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def _definition_reaches(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _definition_reaches(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """A module-level definition inserted after the imports is bound before `node` runs."""
     if ctx.torch_alias is None and ctx.binds("torch"):
         return False  # `torch` names something that is not the torch module
@@ -1364,7 +1364,7 @@ def _imports_torch(statement: cst.CSTNode) -> bool:
     return False
 
 
-def _is_device_binding(ctx: FileContext, assignment) -> bool:
+def _is_device_binding(ctx: FileFacts, assignment) -> bool:
     """Is the binding proven to hold the run's device (`_derived.run_device_value`)? Never a parameter:
     a caller may pass `torch.device("cpu")`, and `.cuda()` did not follow it."""
     from devlint.analysis.derived import run_device_value
@@ -1373,7 +1373,7 @@ def _is_device_binding(ctx: FileContext, assignment) -> bool:
     return value is not None and run_device_value(ctx, value)
 
 
-def _bound_value(ctx: FileContext, node: cst.CSTNode) -> cst.BaseExpression | None:
+def _bound_value(ctx: FileFacts, node: cst.CSTNode) -> cst.BaseExpression | None:
     """The value of `name = value` / `name: T = value` binding `node`, else None."""
     if not isinstance(node, cst.Name):
         return None

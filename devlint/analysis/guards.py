@@ -64,7 +64,7 @@ from functools import cached_property, lru_cache
 
 import libcst as cst
 
-from devlint.context import FileContext
+from devlint.facts import FileFacts
 from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
 from devlint.syntax import calls_in, dotted_name, last_component, name_words, string_value
 
@@ -324,10 +324,15 @@ def _is_nccl_constant(node: cst.CSTNode) -> bool:
     return (dotted_name(node) or "").endswith("Backend.NCCL")
 
 
+def guards_of(facts: FileFacts) -> "CudaGuards":
+    """The file's guards (does this code only run with CUDA?), built once per file."""
+    return facts.memoised(CudaGuards, CudaGuards)
+
+
 class CudaGuards(Implications):
     """Answers `is_guarded(node)` for one file; `implies(condition)` is (truth means CUDA, falsity means CUDA)."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         super().__init__(ctx)
         self._name_polarity: dict[str, tuple[bool, bool]] = {}
 

@@ -71,7 +71,7 @@ from functools import cached_property
 import libcst as cst
 from libcst.metadata import ComprehensionScope
 
-from devlint.context import FileContext
+from devlint.facts import FileFacts
 from devlint.syntax import dotted_name, is_none, string_value
 
 
@@ -247,8 +247,25 @@ class _Frame:
         self.height = 0
 
 
+def kinds_of(facts: FileFacts) -> "KindInference":
+    """The file's kinds (tensor, module, unknown), built once per file."""
+    return facts.memoised(KindInference, KindInference)
+
+
+def possible_kinds_of(facts: FileFacts) -> "KindInference":
+    """A scope-free over-approximation of `kinds_of`: it says TENSOR whenever that could."""
+    return facts.memoised(_APPROXIMATE, _approximate)
+
+
+def _approximate(facts: FileFacts) -> "KindInference":
+    return KindInference(facts, approximate=True)
+
+
+_APPROXIMATE = "possible_kinds"
+
+
 class KindInference:
-    def __init__(self, ctx: FileContext, approximate: bool = False) -> None:
+    def __init__(self, ctx: FileFacts, approximate: bool = False) -> None:
         """`approximate`: look names up file-wide instead of by scope (no scope analysis), answering
         TENSOR when any binding could be a tensor. It never says "not a tensor" where the exact
         inference says "tensor", so it can reject candidates cheaply."""

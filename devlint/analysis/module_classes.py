@@ -7,7 +7,7 @@ class of the chain is known: torch.nn classes, classes of this file, and project
 `PreTrainedModel`, `LightningModule`, an mmcv `BaseModule`) may define `device`, override `_apply` or
 move attributes itself: such a class answers None, and the rules leave it alone.
 
-`module_classes(ctx)` returns the file's one `ModuleClasses` (built on first use, kept on the context):
+`module_classes(ctx)` returns the file's one `ModuleClasses` (built on first use, kept in the file's memo, devlint.facts):
 
 `chain(cls) -> Chain | None`
     for a class of this file: None unless it subclasses `nn.Module` and every base is known.
@@ -27,7 +27,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.context import FileContext, target_names
+from devlint.facts import FileFacts, target_names
 from devlint.analysis.kinds import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
 from devlint.syntax import string_value
 
@@ -48,16 +48,13 @@ class Chain:
         return name in self.members or ANY in self.members
 
 
-def module_classes(ctx: FileContext) -> "ModuleClasses":
-    found = getattr(ctx, "_devlint_module_classes", None)
-    if found is None:
-        found = ModuleClasses(ctx)
-        setattr(ctx, "_devlint_module_classes", found)
-    return found
+def module_classes(ctx: FileFacts) -> "ModuleClasses":
+    """The file's module classes, built once per file."""
+    return ctx.memoised(ModuleClasses, ModuleClasses)
 
 
 class ModuleClasses:
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         self.ctx = ctx
         self._chains: dict[cst.ClassDef, Chain | None] = {}
 
@@ -233,7 +230,7 @@ class ModuleClasses:
         return values
 
 
-def _stored(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _stored(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """Is `node` a target that a statement binds (`self.x = ...`, `self.a, self.b = ...`, `for self.x in`)?"""
     child, parent = node, ctx.parent(node)
     while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
@@ -243,10 +240,10 @@ def _stored(ctx: FileContext, node: cst.CSTNode) -> bool:
     return isinstance(parent, cst.AsName) and parent.name is child
 
 
-def inside(ctx: FileContext, root: cst.CSTNode, kind: type) -> list[cst.CSTNode]:
+def inside(ctx: FileFacts, root: cst.CSTNode, kind: type) -> list[cst.CSTNode]:
     """The nodes of `kind` inside `root`, a function or class: one pass over the file's nodes of that
     kind per context, not a walk of each subtree per question."""
-    index = ctx.__dict__.setdefault("_devlint_inside", {})
+    index = ctx.memo.setdefault("devlint_inside", {})
     by_owner = index.get(kind)
     if by_owner is None:
         by_owner = index[kind] = {}
@@ -257,7 +254,7 @@ def inside(ctx: FileContext, root: cst.CSTNode, kind: type) -> list[cst.CSTNode]
     return by_owner.get(root, [])
 
 
-def enclosing_method(ctx: FileContext, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
+def enclosing_method(ctx: FileFacts, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
     """The method (a function defined directly in a class body) around `node`, and its class."""
     function = ctx.enclosing(node, cst.FunctionDef)
     if function is None:
@@ -273,15 +270,15 @@ def methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
     return {item.name.value: item for item in body if isinstance(item, cst.FunctionDef)}
 
 
-def reachable_methods(ctx: FileContext, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
+def reachable_methods(ctx: FileFacts, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
     """`start` and the methods of the class it calls as `self.m(...)`, transitively (kept per context)."""
-    cache = ctx.__dict__.setdefault("_devlint_reachable_methods", {})
+    cache = ctx.memo.setdefault("devlint_reachable_methods", {})
     if (cls, start) not in cache:
         cache[cls, start] = _reachable(ctx, cls, start)
     return cache[cls, start]
 
 
-def _reachable(ctx: FileContext, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
+def _reachable(ctx: FileFacts, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
     own = methods(cls)
     if start not in own:
         return []

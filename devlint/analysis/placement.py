@@ -6,7 +6,7 @@ and so may DL003/DL010/DL011 (a `.numpy()` of a value that lives on the device).
 
 API
 ---
-`placement(ctx)` returns the file's one `Placement` (built on first use and kept on the context):
+`placement(ctx)` returns the file's one `Placement` (built on first use and kept in the file's memo, devlint.facts):
 
 `Placement.of(expr) -> Place`
     where the value of `expr` lives where `expr` is evaluated.
@@ -58,8 +58,8 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.context import FileContext
-from devlint.analysis.kinds import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
+from devlint.facts import FileFacts
+from devlint.analysis.kinds import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES, kinds_of
 from devlint.syntax import dotted_name, find_arg, name_words, string_value, walk
 
 
@@ -105,13 +105,12 @@ DEVICE_WORDS = frozenset({"device", "dev", "gpu", "cuda", "devices"})
 MAX_DEPTH = 100
 
 
-def placement(ctx: FileContext) -> "Placement":
-    """The file's placement analysis, built once per context."""
-    found = getattr(ctx, "_devlint_placement", None)
-    if found is None:
-        found = Placement(ctx)
-        setattr(ctx, "_devlint_placement", found)
-    return found
+def placement_of(facts: FileFacts) -> "Placement":
+    """The file's placement analysis, built once per file."""
+    return facts.memoised(Placement, Placement)
+
+
+placement = placement_of  # (the name the rules and tests call it by)
 
 
 def join(places) -> Place:
@@ -133,7 +132,7 @@ def _is_literal(expr: cst.CSTNode) -> bool:
 
 
 class Placement:
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         self.ctx = ctx
         self._memo: dict[tuple, object] = {}
         self._provisional: dict[tuple, object] = {}
@@ -314,7 +313,7 @@ class Placement:
             if given is not None:
                 return self._device_argument(given)
             return UNKNOWN if func.value in self._moving_classes else CPU
-        if self.ctx.kinds.of(func) is MODULE:
+        if kinds_of(self.ctx).of(func) is MODULE:
             # `model(x)`: the output lives where the module and its inputs do
             return join([self.of(func)] + [self.of(a.value) for a in call.args if not _is_literal(a.value)])
         return UNKNOWN
@@ -341,7 +340,7 @@ class Placement:
         if not positional:
             return before if all(a.keyword is not None for a in call.args) else UNKNOWN
         first = positional[0].value
-        if self.ctx.kinds.of(first) is TENSOR:
+        if kinds_of(self.ctx).of(first) is TENSOR:
             return self.of(first)  # `x.to(other)`: where other lives
         found = self.target(first)
         return before if found is None else found
@@ -356,7 +355,7 @@ class Placement:
 
     @property
     def _local_module_classes(self) -> set[str]:
-        return self.ctx.kinds._module_classes  # (classes of this file that subclass nn.Module)
+        return kinds_of(self.ctx)._module_classes  # (classes of this file that subclass nn.Module)
 
     @cached_property
     def _moving_classes(self) -> set[str]:
@@ -396,7 +395,7 @@ class Placement:
         places = []
         for assignment in chosen:
             moves = (self._moves_reaching(name, assignment, same_scope=assignment.scope is scope)
-                     if self.ctx.kinds.of(name) is not TENSOR else [])
+                     if kinds_of(self.ctx).of(name) is not TENSOR else [])
             # the last move that certainly ran between the binding and the use decides; any other may have
             dominating = [(position, place) for place, position, certain in moves if certain]
             places.append(max(dominating, key=lambda m: m[0])[1] if dominating else self._binding(assignment.node))
@@ -497,7 +496,7 @@ class Placement:
             if not (isinstance(func, cst.Attribute) and func.attr.value in MOVES):
                 continue
             receiver = func.value
-            if self.ctx.is_imported_module(receiver) or self.ctx.kinds.of(receiver) is TENSOR:
+            if self.ctx.is_imported_module(receiver) or kinds_of(self.ctx).of(receiver) is TENSOR:
                 continue
             if func.attr.value == "cuda":
                 place = DEVICE

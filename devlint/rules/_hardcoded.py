@@ -338,7 +338,7 @@ def names_several_gpus(ctx: FileContext, node: cst.CSTNode, in_scope: bool = Fal
     if not in_scope:
         return False
     scope = ctx.enclosing(node, cst.FunctionDef) or ctx.module
-    cache = ctx.__dict__.setdefault("_gpu_indices", {})
+    cache = ctx.memo.setdefault("gpu_indices", {})
     if id(scope) not in cache:
         indices = set()
         for each in _device_nodes(scope, skip_functions=isinstance(scope, cst.Module)):
