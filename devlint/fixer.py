@@ -13,15 +13,15 @@ import libcst as cst
 from devlint.context import FileContext, FixOptions
 from devlint.identifiers import identifier, normalized
 from devlint.model import Edit, Finding, Position
-from devlint.analysis.device import (
+from devlint.analysis.device import device_expression
+from devlint.analysis.device_definition import (
     MODULE_LEVEL,
     definition_name,
     definition_placement,
-    device_expression,
     has_star_import,
-    insertion_index,
     statement_start,
 )
+from devlint.analysis.top_level import insertion_index
 from devlint.syntax import dotted_name, module_torch_alias
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")

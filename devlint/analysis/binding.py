@@ -270,7 +270,7 @@ def _run_device(ctx: FileFacts, value: cst.BaseExpression) -> bool:
 
 def _reused_binding(ctx: FileFacts, node: cst.CSTNode, name: str):
     """The last binding of `name` that has certainly run when `node` runs (the one the fix reuses)."""
-    from devlint.analysis.device import _dominates
+    from devlint.analysis.device_reuse import _dominates
 
     dominating = [a for a in ctx.bindings(node, name) if _dominates(ctx, a, node)]
     return max(dominating, key=lambda a: _position(ctx, a.node)) if dominating else None
@@ -370,7 +370,7 @@ def review(ctx: FileFacts, node: cst.CSTNode, fix: Fix) -> Fix:
 
 
 def _rebinding_of_written_name(ctx: FileFacts, node: cst.CSTNode, fix: Fix) -> str | None:
-    from devlint.analysis.device import (  # (here: devlint.analysis.device imports this module)
+    from devlint.analysis.device_definition import (  # (here: device_definition imports this module)
         _has_star_import,
         definition_name,
         definition_placement,

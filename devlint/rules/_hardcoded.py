@@ -13,8 +13,9 @@ import libcst as cst
 
 from devlint.context import FileContext, target_names
 from devlint.model import Applicability, Fix
-from devlint.analysis.device import (device_failure, device_reference, device_source, holds_torch_device, torch_failure,
-                                   unproven_reference)
+from devlint.analysis.device import device_failure, device_reference, device_source, unproven_reference
+from devlint.analysis.device_reasons import torch_failure
+from devlint.analysis.device_values import holds_torch_device
 from devlint.syntax import dotted_name, name_words, string_value, walk
 
 _CUDA = re.compile(r"cuda(?::(\d+))?\Z")
