@@ -97,7 +97,7 @@ def project_view(path: str):
     if not path or path == "-":
         return None
     from devlint.analysis.project import ProjectView
-    from devlint.analysis.kinds import VOCABULARY
+    from devlint.analysis.vocabulary import VOCABULARY
 
     return ProjectView(path, VOCABULARY)
 

@@ -20,7 +20,7 @@ from devlint.engine import check_source, project_view
 from devlint.model import Applicability
 from devlint.analysis.project import ProjectIndex, ProjectView, summarise_file
 from devlint.rules import ALL_RULES
-from devlint.analysis.kinds import VOCABULARY
+from devlint.analysis.vocabulary import VOCABULARY
 from tests.helpers import count_checks, expected_markers, parses
 
 ROOT = Path(__file__).resolve().parent.parent

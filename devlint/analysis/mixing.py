@@ -22,7 +22,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.facts import FileFacts
-from devlint.analysis.kinds import TENSOR_METHODS
+from devlint.analysis.vocabulary import TENSOR_METHODS
 from devlint.analysis.module_classes import inside, module_classes
 from devlint.syntax import descendants, is_none, string_value
 

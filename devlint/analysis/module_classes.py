@@ -28,7 +28,7 @@ from functools import cached_property
 import libcst as cst
 
 from devlint.facts import FileFacts, target_names
-from devlint.analysis.kinds import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
+from devlint.analysis.vocabulary import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
 from devlint.syntax import string_value
 
 # torch.nn classes that do define what a plain module lacks (`self.device` in DDP's __init__).

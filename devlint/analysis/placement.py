@@ -59,7 +59,8 @@ from functools import cached_property
 import libcst as cst
 
 from devlint.facts import FileFacts
-from devlint.analysis.kinds import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES, kinds_of
+from devlint.analysis.kinds import kinds_of
+from devlint.analysis.vocabulary import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
 from devlint.syntax import dotted_name, find_arg, name_words, string_value, walk
 
 

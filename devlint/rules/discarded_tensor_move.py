@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.analysis.kinds import MODULE, MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
+from devlint.analysis.vocabulary import MODULE, MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "long", "int", "bool", "type", "detach"})
