@@ -18,7 +18,8 @@ from devlint.cache import ResultCache, settings_key
 from devlint.config import Config
 from devlint.engine import check_source, project_view
 from devlint.model import Applicability
-from devlint.analysis.project import ProjectIndex, ProjectView, summarise_file
+from devlint.analysis.project import ProjectIndex, ProjectView
+from devlint.analysis.project_files import summarise_file
 from devlint.rules import ALL_RULES
 from devlint.analysis.vocabulary import VOCABULARY
 from tests.helpers import count_checks, expected_markers, parses
