@@ -19,7 +19,8 @@ parameter) is never used: the fix becomes display-only, with the reason in its t
 
 One walk (`device_walk`) answers both "which name" and, where none, "why not" (`NoDevice`), so the
 reason a display-only title gives cannot drift from the decision. Where a definition goes:
-devlint.analysis.device_definition; the reasons' words: devlint.analysis.device_reasons.
+devlint.analysis.device_definition; the reasons' words: devlint.analysis.device_reasons. Also here:
+the torch name a fix may write (`torch_name`) and the device *type* (`device_type_reference`).
 """
 
 from __future__ import annotations
@@ -35,10 +36,19 @@ from devlint.analysis.device_definition import (
     _placement,
     definition_name,
 )
-from devlint.analysis.device_reasons import _placement_failure, _reuse_failure
+from devlint.analysis.device_reasons import (
+    _placement_failure,
+    _reuse_failure,
+    torch_failure,
+)
 from devlint.analysis.device_reuse import _UNBOUND, _reuse
-from devlint.analysis.device_values import _own_device_attribute, derived_device
+from devlint.analysis.device_values import (
+    _own_device_attribute,
+    derived_device,
+    holds_torch_device,
+)
 from devlint.facts import FileFacts
+from devlint.syntax import dotted_name
 
 
 def device_expression(options_expression: str, torch_name: str) -> str:
@@ -150,3 +160,51 @@ def unproven_reference(ctx: FileFacts, node: cst.CSTNode) -> tuple[str, str] | N
     if _reuse(ctx, node, name) is not None or not isinstance(_reuse(ctx, node, name, loose=True), tuple):
         return None
     return name, _reuse_failure(ctx, node, name)
+
+
+# -- the torch name, and the device type, a fix may write -------------------------------------------
+def torch_name(ctx: FileFacts, needs_definition: bool, written: cst.CSTNode | None = None) -> str | None:
+    """The name a fix may write for the torch module, or None when none is bound.
+
+    `written` is the flagged function (`th.cuda.synchronize`): the root it was written with is used
+    first, so that the fix depends on the flagged code alone, not on imports another fix may add.
+    When the fix also needs the inserted `device` definition, the fixer imports torch itself.
+    """
+    root = written_torch_root(written) if written is not None else None
+    if root is not None:
+        return root
+    if ctx.torch_alias is not None:
+        return ctx.torch_alias
+    return "torch" if needs_definition and not ctx.binds("torch") else None
+
+
+def written_torch_root(func: cst.CSTNode) -> str | None:
+    """`th` for `th.cuda.X...` or `th.device`, a name already resolved to torch's; else None."""
+    parts = (dotted_name(func) or "").split(".")
+    if len(parts) >= 3 and parts[1] == "cuda" or len(parts) == 2 and parts[1] == "device":
+        return parts[0]
+    return None
+
+
+def device_type_reference(ctx: FileFacts, node: cst.CSTNode,
+                          written: cst.CSTNode | None = None) -> tuple[str, str, bool] | str:
+    """(torch name, expression for the device *type*, needs_definition) for a fix at `node`, or why not.
+
+    `device.type` only works on a `torch.device`: where the device is known to be one (a definition
+    devlint inserts, a name bound from `torch.device(...)` or a tensor's `.device`, a parameter
+    annotated `torch.device`, `self.device` set from one) the fix writes `device.type`; a `device`
+    parameter without annotation or a name bound to a string conditional may well be `"cuda"`, so
+    those are wrapped: `torch.device(device).type`.
+    """
+    reference = device_source(ctx, node)
+    if reference is None and (unproven := unproven_reference(ctx, node)) is not None:
+        reference = (unproven[0], False)  # a device not proven to be the run's: DL006's fixes are unsafe anyway
+    if reference is None:
+        return device_failure(ctx, node)
+    name, needs_definition = reference
+    torch = torch_name(ctx, needs_definition, written)
+    if torch is None:
+        return torch_failure(ctx)
+    if needs_definition or holds_torch_device(ctx, node, name):
+        return torch, f"{name}.type", needs_definition
+    return torch, f"{torch}.device({name}).type", needs_definition

@@ -4,7 +4,9 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit, Position
 from devlint.rule import Invalid, Rule
-from devlint.rules._hardcoded import device_type_reference, qualified, torch_failure, torch_name
+from devlint.analysis.device import device_type_reference, torch_name
+from devlint.analysis.device_reasons import torch_failure
+from devlint.rules._hardcoded import qualified
 from devlint.analysis.versions import VersionGates
 from devlint.suppressions import parse as parse_suppressions
 from devlint.syntax import descendants, dotted_name, last_component, string_value

@@ -9,8 +9,9 @@ from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._hardcoded import (
     CudaLiteral, cuda_literal, feeds_torch, in_comparison, is_torch_call, inside_cuda_method, is_alternative, is_last_word_device,
-    loop_variable_index, names_several_gpus, qualified, replace_with_device, simulates_gpu, torch_name,
+    loop_variable_index, names_several_gpus, qualified, replace_with_device, simulates_gpu,
 )
+from devlint.analysis.device import torch_name
 from devlint.analysis.visible_devices import sets_visible_devices
 from devlint.rules.torch_load_without_map_location import LOADERS
 from devlint.syntax import dotted_name, find_arg, last_component
