@@ -4,7 +4,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.analysis.rebinding import MOVES, MoveRebinding, chain
+from devlint.analysis.moves import MOVES, MoveRebinding, chain
 from devlint.analysis.vocabulary import TENSOR
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule

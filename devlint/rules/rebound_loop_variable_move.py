@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.rule import Invalid, Rule
 from devlint.analysis.kinds import TENSOR
-from devlint.analysis.rebinding import MOVES
+from devlint.analysis.moves import MOVES
 from devlint.syntax import dotted_name, walk
 
 

@@ -1,10 +1,10 @@
-"""Assigning a discarded tensor move back (`x.to(device)` as a statement -> `x = x.to(device)`): may the
-receiver be re-bound where it is (a local name or a plain attribute, not a loop variable, not an
-`nn.Parameter` or `.data`), and would the re-binding only change what could not have worked on a GPU
-(the next use, in straight-line code, combines the unmoved tensor with one known to be on the target
-device, or calls `.numpy()` after `.cpu()`)? Only then is the fix safe. The judgement of
-devlint.rules.discarded_tensor_move, and its local stand-in for the placement analysis (`_on_device`).
-"""
+"""Tensor moves (`.to`, `.cuda`, `.cpu`, `.float`, ...) as statements: their chains and signatures, and
+whether assigning a discarded move back (`x.to(device)` -> `x = x.to(device)`) is safe: may the receiver
+be re-bound where it is (a local name or a plain attribute, not a loop variable, not an `nn.Parameter`
+or `.data`), and would the re-binding only change what could not have worked on a GPU (the next use, in
+straight-line code, combines the unmoved tensor with one known to be on the target device, or calls
+`.numpy()` after `.cpu()`)? The judgement of devlint.rules.discarded_tensor_move, with its local
+stand-in for the placement analysis (`_on_device`)."""
 
 from __future__ import annotations
 
