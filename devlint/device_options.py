@@ -27,6 +27,16 @@ class FixOptions:
     map_location: str = "auto"  # 'auto', 'device' or 'cpu'
 
 
+def device_expression(options_expression: str, torch_name: str) -> str:
+    """The expression `--device-expression` stands for, written with `torch_name` for the torch module."""
+    if options_expression == "cuda":
+        return f'{torch_name}.device("cuda" if {torch_name}.cuda.is_available() else "cpu")'
+    if options_expression == "accelerator":
+        return (f"{torch_name}.accelerator.current_accelerator() if {torch_name}.accelerator.is_available() "
+                f'else {torch_name}.device("cpu")')
+    return options_expression
+
+
 def device_name_problem(name: object) -> str | None:
     """Why `name` cannot be the variable a fix writes, or None."""
     problem = "is not a variable name (an identifier that is not a keyword or __debug__)"

@@ -11,9 +11,9 @@ import sys
 import libcst as cst
 
 from devlint.context import FileContext, FixOptions
+from devlint.device_options import device_expression
 from devlint.identifiers import identifier, normalized
 from devlint.model import Edit, Finding, Position
-from devlint.analysis.device import device_expression
 from devlint.analysis.device_definition import (
     MODULE_LEVEL,
     definition_name,

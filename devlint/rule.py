@@ -66,7 +66,7 @@ class Rule:
         last = self.ctx.span(statement)[1].line if statement is not None else end.line
         lines = tuple(sorted({end.line, last} - {start.line}))
         if fix is not None and fix.applicability is not Applicability.DISPLAY_ONLY:
-            from devlint.analysis.binding import review
+            from devlint.analysis.fix_review import review
 
             fix = review(self.ctx, node, fix)  # TorchScript, a device name rebound later (issue 29)
         self.findings.append(Finding(self.code, self.name, message or self.message, start, end, fix, lines))

@@ -126,7 +126,7 @@ def run_device_value(ctx: FileFacts, value: cst.BaseExpression, depth: int = 0) 
 
 def _is_configured(ctx: FileFacts, value: cst.BaseExpression) -> bool:
     """The expression devlint's own definitions use (`--device-expression`), written out."""
-    from devlint.analysis.device import device_expression
+    from devlint.device_options import device_expression
 
     torch = ctx.torch_alias
     if torch is None:
@@ -263,7 +263,7 @@ def on_run_device(ctx: FileFacts, expr: cst.BaseExpression, depth: int = 0) -> b
 def last_binding(ctx: FileFacts, name: cst.Name):
     """The binding of `name` that its read sees: a plain assignment in its own scope that certainly ran
     (the last one before the read, dominating it, none later in a loop around both), else None."""
-    from devlint.analysis.device_reuse import _deleted, _dominates, _source_order
+    from devlint.analysis.flow import _deleted, _dominates, _source_order
 
     if name.value in ("self", "cls") or any(
         item.name.value == name.value for kind in (cst.Global, cst.Nonlocal)

@@ -51,15 +51,6 @@ from devlint.facts import FileFacts
 from devlint.syntax import dotted_name
 
 
-def device_expression(options_expression: str, torch_name: str) -> str:
-    if options_expression == "cuda":
-        return f'{torch_name}.device("cuda" if {torch_name}.cuda.is_available() else "cpu")'
-    if options_expression == "accelerator":
-        return (f"{torch_name}.accelerator.current_accelerator() if {torch_name}.accelerator.is_available() "
-                f'else {torch_name}.device("cpu")')
-    return options_expression
-
-
 @dataclass(frozen=True)
 class NoDevice:
     """No device can be written at the site; `reason` says why, in words for a display-only title.

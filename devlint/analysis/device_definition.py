@@ -59,16 +59,14 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.analysis.binding import library_reason, local_torch_binding
-from devlint.analysis.device_reuse import (
-    _MODULE_MAYBE,
-    _UNBOUND,
+from devlint.analysis.device_reuse import _MODULE_MAYBE, _UNBOUND, _reuse
+from devlint.analysis.flow import (
     _declarations,
     _declared_later,
     _deleted,
     _index,
     _inside,
     _owner,
-    _reuse,
 )
 from devlint.analysis.top_level import (
     _imports_future,

@@ -20,12 +20,14 @@ from devlint.analysis.device_reuse import (
     _MODULE_MAYBE,
     _SCOPE_OWNERS,
     _UNBOUND,
+    _is_device_binding,
+)
+from devlint.analysis.flow import (
     _declarations,
     _declared_later,
     _deleted,
     _dominates,
     _inside,
-    _is_device_binding,
     _owner,
     _source_order,
 )

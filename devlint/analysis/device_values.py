@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.device_definition import _evaluation_site
-from devlint.analysis.device_reuse import _inside
+from devlint.analysis.flow import _inside
 from devlint.analysis.visible_devices import _facts
 from devlint.facts import FileFacts
 from devlint.syntax import dotted_name

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.device_reuse import _inside
+from devlint.analysis.flow import _inside
 from devlint.analysis.top_level import _subtree
 from devlint.facts import FileFacts
 from devlint.syntax import string_value
