@@ -1,5 +1,5 @@
 """Apply chosen fixes to a source text and define `device` where a fix needs it (at module level, or
-in the function that runs the fix: see devlint.analysis.device)."""
+in the function that runs the fix: see devlint.analysis.device_definition)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def offset(offsets: list[int], position: Position) -> int:
 
 def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=None, define=None,
                 project=None) -> tuple[str, list[Finding]]:
-    """Apply the fixes, defining the device where those that need one run (see devlint.analysis.device).
+    """Apply the fixes, defining the device where those that need one run (see devlint.analysis.device_definition).
 
     A definition goes at module level after the imports, or into the function that runs the fix
     site, right before the statement of its body that holds the site. Per function one definition

@@ -10,7 +10,7 @@ N > 0, `args.device` or a call devlint cannot see into. `device_source` (for rul
 expression, not a name; `device_reference` keeps returning names only) also offers `self.device` in a
 method other than `__init__` when the class's `__init__` sets it from such a device value before
 anything that could call the method, nothing else assigns an attribute of that name, and nothing
-outside the file can subclass the class or reach its instances (`_derived.self_device_failure`), and
+outside the file can subclass the class or reach its instances (`derived.self_device_failure`), and
 `y.device` of a tensor the moved value is combined with (`derived_device`).
 Certainly bound: an assignment earlier in a block that holds the use
 (not one on a branch, in a loop or in a `try` that may not have run), and no `del` of the name in
@@ -144,7 +144,7 @@ def device_source(ctx: FileFacts, node: cst.CSTNode,
 
 def unproven_reference(ctx: FileFacts, node: cst.CSTNode) -> tuple[str, str] | None:
     """(name, why a fix that writes it is unsafe) where the configured name is certainly bound at `node`
-    to what may be the device `.cuda()` used, but is not proven to be (`_derived.may_be_run_device`:
+    to what may be the device `.cuda()` used, but is not proven to be (`derived.may_be_run_device`:
     a parameter, `args.device`, `torch.device(name)`, ...; not `None`, the CPU or `cuda:N` with N > 0).
     For a rule to offer an unsafe fix where `device_reference`/`device_source` offer none."""
     name = ctx.options.device_name

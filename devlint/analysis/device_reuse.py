@@ -76,7 +76,7 @@ def _may_be_visible(ctx: FileFacts, node: cst.CSTNode, name: str) -> bool:
 
 
 def _is_device_binding(ctx: FileFacts, assignment) -> bool:
-    """Is the binding proven to hold the run's device (`_derived.run_device_value`)? Never a parameter:
+    """Is the binding proven to hold the run's device (`derived.run_device_value`)? Never a parameter:
     a caller may pass `torch.device("cpu")`, and `.cuda()` did not follow it."""
     from devlint.analysis.derived import run_device_value
 

@@ -142,7 +142,7 @@ def _own_device_attribute(ctx: FileFacts, node: cst.CSTNode, name: str) -> str |
     value proven to be the run's device in a statement of its body, and that binds the attribute to
     nothing else anywhere in the file (no other assignment, no `device` method or property), where
     the attribute is certainly set before the method can run and nothing outside the file can set it
-    (`_derived.self_device_failure`)."""
+    (`derived.self_device_failure`)."""
     found = _own_device_found(ctx, node, name)
     return None if found is None else f"{found[0]}.{name}"
 
@@ -201,7 +201,7 @@ def _own_device_found(ctx: FileFacts, node: cst.CSTNode, name: str):
 
 
 def _init_device_value(ctx: FileFacts, init: cst.FunctionDef, value: cst.BaseExpression, name: str) -> bool:
-    """A value proven to be the run's device (`_derived.run_device_value`). Not a parameter of `__init__`
+    """A value proven to be the run's device (`derived.run_device_value`). Not a parameter of `__init__`
     (`self.device = device`): a caller may pass the CPU."""
     from devlint.analysis.derived import run_device_value
 

@@ -43,7 +43,7 @@ every in-place move that may reach it: `model.to(device)` / `model.cuda()` on th
 the use (the last one that certainly ran decides; one on a branch, in a loop or in another scope joins),
 and, once the object escapes (passed to a call other than `torch.save`/`print`, stored, put in a
 container, returned), a move of anything that may alias it (a parameter, an attribute, a name bound
-from another name; not a new module such as `nn.Linear(3, 1).cuda()`). Tensors (by `_kinds`) do not
+from another name; not a new module such as `nn.Linear(3, 1).cuda()`). Tensors (by `kinds`) do not
 move in place.
 
 Every recursive step goes through `Placement._step`, memoised per node with a set of steps in
