@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from devlint import depends, runner  # noqa: E402
-from devlint import project as project_module  # noqa: E402
+from devlint.analysis import project as project_module  # noqa: E402
 from devlint.cache import ResultCache, settings_key  # noqa: E402
 from devlint.config import Config  # noqa: E402
 

@@ -8,20 +8,12 @@ from functools import cached_property
 
 # Nothing here may import LibCST (directly or through a rule module): a fully cached run only reads
 # the settings, hashes files and prints what the cache holds. Rule classes are imported on demand.
+from devlint.device_options import FixOptions  # noqa: F401  (below the analyses, which read it)
 from devlint.rules import RULES, rule_classes
 
 
 class ConfigError(Exception):
     """Bad settings; the message names the option or file and what is wrong."""
-
-
-@dataclass(frozen=True)
-class FixOptions:
-    """What the fixer writes; shared by every rule that needs a device."""
-
-    device_name: str = "device"
-    device_expression: str = "cuda"  # 'cuda', 'accelerator', or a Python expression
-    map_location: str = "auto"  # 'auto', 'device' or 'cpu'
 
 
 @dataclass(frozen=True)

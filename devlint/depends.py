@@ -5,7 +5,7 @@ Each observation is keyed by `<probe>:<absolute path>`:
 
 - `r:` the file was read for its facts: the digest of its bytes, or ABSENT when it is missing, not a
   regular file (a folder, a FIFO, a device), unreadable, or over READ_LIMIT: what the index saw then;
-- `l:` the folder was listed for the project's files (devlint.project_calls): the digest of its `.py`
+- `l:` the folder was listed for the project's files (devlint.analysis.project_calls): the digest of its `.py`
   files and folders (marking those that hold `__init__.py`): adding a file that calls a function is
   a change;
 - `f:`, `d:`, `e:` the path was asked whether it is a regular file, a folder, or exists at all:

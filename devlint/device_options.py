@@ -1,4 +1,5 @@
-"""Whether `--device-name` and `--device-expression` can be written as `NAME = EXPRESSION` at module level.
+"""The fix options (`FixOptions`: what the fixer writes), and whether `--device-name` and
+`--device-expression` can be written as `NAME = EXPRESSION` at module level.
 
 The fixer inserts exactly that line into the user's file, so an option that is not valid there
 would make `--fix` write a file that does not compile (`yield 1`, `await f()`, `*a`,
@@ -12,8 +13,28 @@ from __future__ import annotations
 import ast
 import keyword
 import unicodedata
+from dataclasses import dataclass
 
 NAMED_EXPRESSIONS = ("cuda", "accelerator")
+
+
+@dataclass(frozen=True)
+class FixOptions:
+    """What the fixer writes; shared by every rule that needs a device."""
+
+    device_name: str = "device"
+    device_expression: str = "cuda"  # 'cuda', 'accelerator', or a Python expression
+    map_location: str = "auto"  # 'auto', 'device' or 'cpu'
+
+
+def device_expression(options_expression: str, torch_name: str) -> str:
+    """The expression `--device-expression` stands for, written with `torch_name` for the torch module."""
+    if options_expression == "cuda":
+        return f'{torch_name}.device("cuda" if {torch_name}.cuda.is_available() else "cpu")'
+    if options_expression == "accelerator":
+        return (f"{torch_name}.accelerator.current_accelerator() if {torch_name}.accelerator.is_available() "
+                f'else {torch_name}.device("cpu")')
+    return options_expression
 
 
 def device_name_problem(name: object) -> str | None:

@@ -86,11 +86,11 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
 
 
 def project_view(path: str):
-    """The file's view of the project index (devlint.project); None without a real path."""
+    """The file's view of the project index (devlint.analysis.project); None without a real path."""
     if not path or path == "-":
         return None
-    from devlint.project import ProjectView
-    from devlint.rules._kinds import VOCABULARY
+    from devlint.analysis.project import ProjectView
+    from devlint.analysis.vocabulary import VOCABULARY
 
     return ProjectView(path, VOCABULARY)
 
@@ -154,7 +154,7 @@ def _explained(text: str, error: FileError, config: Config, path: str) -> tuple[
 
 
 def lint_text(text: str, config: Config, rules: tuple | None = None, project=None) -> list[Finding]:
-    """`project`: the file's view of the project index (devlint.project.ProjectView), if any."""
+    """`project`: the file's view of the project index (devlint.analysis.project.ProjectView), if any."""
     rules = config.rules() if rules is None else rules
     findings = _rule_findings(text, config, rules, project)
     if config.ignore_noqa:
@@ -336,7 +336,7 @@ def fix_text(text: str, config: Config, rules: tuple | None = None,
             budget = MAX_FIX_PASSES * len(chosen)
         passes += 1
         try:
-            # A fix that needs a device gets its definition where it runs (see devlint.rules._device).
+            # A fix that needs a device gets its definition where it runs (see devlint.analysis.device).
             updated, applied = apply_fixes(current, chosen, config.fix_options, apply_edits, define_device,
                                            project=project)
         except UnplaceableDefinition:

@@ -1,5 +1,5 @@
 """Apply chosen fixes to a source text and define `device` where a fix needs it (at module level, or
-in the function that runs the fix: see devlint.rules._device)."""
+in the function that runs the fix: see devlint.analysis.device_definition)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ import sys
 import libcst as cst
 
 from devlint.context import FileContext, FixOptions
+from devlint.device_options import device_expression
 from devlint.identifiers import identifier, normalized
 from devlint.model import Edit, Finding, Position
 from devlint.rendering import Rendering, line_offsets, position_at
-from devlint.rules._device import (
+from devlint.analysis.device_definition import (
     MODULE_LEVEL,
     definition_name,
     definition_placement,
-    device_expression,
     has_star_import,
-    insertion_index,
     statement_start,
 )
+from devlint.analysis.top_level import insertion_index
 from devlint.syntax import dotted_name, module_torch_alias
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -30,7 +30,7 @@ _INDENT = re.compile(r"[ \t]+")
 
 def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=None, define=None,
                 project=None) -> tuple[str, list[Finding]]:
-    """Apply the fixes, defining the device where those that need one run (see devlint.rules._device).
+    """Apply the fixes, defining the device where those that need one run (see devlint.analysis.device_definition).
 
     A definition goes at module level after the imports, or into the function that runs the fix
     site, right before the statement of its body that holds the site. Per function one definition

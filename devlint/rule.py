@@ -61,14 +61,14 @@ class Rule:
     def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None,
                start_node: cst.CSTNode | None = None) -> None:
         if self.ctx.flags.unreachable(node):
-            return  # dead code: a branch a proved constant never takes (devlint.rules._flags)
+            return  # dead code: a branch a proved constant never takes (devlint.analysis.flags)
         start, _ = self.ctx.span(start_node or node)
         _, end = self.ctx.span(node)
         statement = self.ctx.enclosing(node, cst.SimpleStatementLine)
         last = self.ctx.span(statement)[1].line if statement is not None else end.line
         lines = tuple(sorted({end.line, last} - {start.line}))
         if fix is not None and fix.applicability is not Applicability.DISPLAY_ONLY:
-            from devlint.rules._binding import review
+            from devlint.analysis.fix_review import review
 
             fix = review(self.ctx, node, fix)  # TorchScript, a device name rebound later (issue 29)
         self.findings.append(Finding(self.code, self.name, message or self.message, start, end, fix, lines))

@@ -99,7 +99,7 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
     from devlint.depends import unchanged
     from devlint.source import SourceError
 
-    project = sys.modules.get("devlint.project")  # (not imported by a fully cached run)
+    project = sys.modules.get("devlint.analysis.project")  # (not imported by a fully cached run)
     if project is not None:
         project.forget_probes()
     results: list[FileResult | None] = [None] * len(paths)
@@ -151,7 +151,7 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
 
 
 def place(path: str) -> str:
-    """Where the file is, as the project index resolves its imports from (devlint.project): two files
+    """Where the file is, as the project index resolves its imports from (devlint.analysis.project): two files
     with the same bytes in two folders may import different things, so they have different keys."""
     return os.path.abspath(path)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from devlint import project as project_module
+from devlint.analysis import project as project_module
 from devlint import runner
 from devlint.cache import CACHE_DIR_NAME
 from tests.test_cli import run, write

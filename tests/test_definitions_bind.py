@@ -197,7 +197,7 @@ def test_without_a_project_marker_only_the_folder_and_its_packages_are_looked_in
 
 
 def test_a_project_too_large_to_list_counts_as_importing(tmp_path, monkeypatch):
-    from devlint import importers
+    from devlint.analysis import importers
 
     monkeypatch.setattr(importers, "MAX_FILES", 2)
     _project(tmp_path, {"model.py": MODEL.replace("    print(Net().cuda()(make_input()).shape)\n",

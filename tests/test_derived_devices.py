@@ -13,7 +13,7 @@ import pytest
 
 from devlint.context import FileContext
 from devlint.model import Applicability
-from devlint.rules._derived import self_device_failure
+from devlint.analysis.derived import self_device_failure
 from tests.helpers import fix, lint, run_python
 
 RUN_DEVICE = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'

@@ -19,13 +19,9 @@ from devlint.config import Config
 from devlint.context import FileContext
 from devlint.documents import check_document as check_source
 from devlint.rules import ALL_RULES
-from devlint.rules._device import (
-    MODULE_LEVEL,
-    definition_placement,
-    device_reference,
-    device_source,
-    script_evidence,
-)
+from devlint.analysis.device import device_reference, device_source
+from devlint.analysis.device_definition import MODULE_LEVEL, definition_placement
+from devlint.analysis.top_level import script_evidence
 from tests.helpers import ROOT, fix, lint, parses
 
 DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'

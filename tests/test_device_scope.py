@@ -6,7 +6,8 @@ import libcst as cst
 import pytest
 
 from devlint.context import FileContext
-from devlint.rules._device import _may_be_visible, device_reference
+from devlint.analysis.device import device_reference
+from devlint.analysis.device_reuse import _may_be_visible
 from tests.helpers import REAL_FILES, ROOT
 
 SNIPPETS = [

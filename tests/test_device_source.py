@@ -10,7 +10,8 @@ import pytest
 
 from devlint.context import FileContext
 from devlint.model import Applicability
-from devlint.rules._device import derived_device, device_source, holds_torch_device
+from devlint.analysis.device import device_source
+from devlint.analysis.device_values import derived_device, holds_torch_device
 from tests.helpers import fix, lint
 
 DEFINITION = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'

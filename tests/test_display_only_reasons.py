@@ -1,5 +1,5 @@
 """Every display-only title that could not write a device names the real cause (issue 17 item 6): one
-test per reason of `devlint.rules._device.device_failure` and of the rules' torch checks."""
+test per reason of `devlint.analysis.device.device_failure` and of the rules' torch checks."""
 
 from __future__ import annotations
 

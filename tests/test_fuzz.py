@@ -319,7 +319,7 @@ def cyclic_bindings(draw) -> str:
 def test_cyclic_bindings(source):
     from devlint.context import FileContext
     from devlint.engine import fix_text
-    from devlint.rules._kinds import TENSOR, KindInference
+    from devlint.analysis.kinds import TENSOR, KindInference
 
     compile(source, "generated", "exec")
     lint_config = Config(select=("ALL",))

@@ -15,8 +15,8 @@ import pytest
 from devlint.config import Config
 from devlint.context import FileContext
 from devlint.engine import check_source
-from devlint.rules import _kinds
-from devlint.rules._kinds import TENSOR, UNKNOWN, KindInference
+from devlint.analysis import kinds as _kinds
+from devlint.analysis.kinds import TENSOR, UNKNOWN, KindInference
 from tests.helpers import codes, fix, lint
 
 CYCLES = {

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from devlint.config import Config
 from devlint.context import FileContext
 from devlint.engine import check_source
-from devlint.rules._kinds import MODULE, TENSOR, UNKNOWN, KindInference
+from devlint.analysis.kinds import MODULE, TENSOR, UNKNOWN, KindInference
 from tests.helpers import codes
 
 HEAD = "import torch\nimport torch.nn as nn\nfrom torch import Tensor\nimport typing as tp\n"

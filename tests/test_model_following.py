@@ -32,7 +32,7 @@ def _findings(path: Path):
     return [(f.start.line, f.code, f.fix.applicability if f.fix else None) for f in result.findings]
 
 
-# -- 1. classes of other files of the project (devlint.project: ProjectView.class_chain) -------------------
+# -- 1. classes of other files of the project (devlint.analysis.project: ProjectView.class_chain) -------------------
 
 MODELS = """
     import torch.nn as nn

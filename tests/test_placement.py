@@ -1,4 +1,4 @@
-"""The placement fact (devlint/rules/_placement.py): where a value lives, asked at `probe(value)`."""
+"""The placement fact (devlint/analysis/placement.py): where a value lives, asked at `probe(value)`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 
 from devlint.context import FileContext
-from devlint.rules._placement import CPU, DEVICE, UNKNOWN, placement
+from devlint.analysis.placement import CPU, DEVICE, UNKNOWN, placement
 
 
 def _probe(source: str):

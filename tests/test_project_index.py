@@ -1,4 +1,4 @@
-"""The project index (devlint/project.py): facts from the other files of a project.
+"""The project index (devlint/analysis/project.py): facts from the other files of a project.
 
 The golden project tests/fixtures_project/multifile/ is checked one file at a time with its path (as
 pre-commit, stdin with --stdin-filename and an editor check it): the `# error:` markers must equal the
@@ -18,9 +18,10 @@ from devlint.cache import ResultCache, settings_key
 from devlint.config import Config
 from devlint.engine import check_source, project_view
 from devlint.model import Applicability
-from devlint.project import ProjectIndex, ProjectView, summarise_file
+from devlint.analysis.project import ProjectIndex, ProjectView
+from devlint.analysis.project_files import summarise_file
 from devlint.rules import ALL_RULES
-from devlint.rules._kinds import VOCABULARY
+from devlint.analysis.vocabulary import VOCABULARY
 from tests.helpers import count_checks, expected_markers, parses
 
 ROOT = Path(__file__).resolve().parent.parent

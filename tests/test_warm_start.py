@@ -348,5 +348,5 @@ def test_a_warm_run_imports_only_what_it_uses(project):
     devlint_in_subprocess(project, ".")
     warm, _ = devlint_in_subprocess(project, ".")
     unused = {"tempfile", "shutil", "difflib", "devlint.formats", "devlint.notebook", "devlint.fixer",
-              "devlint.virtual_gpu", "devlint.virtual_gpu_runner", "devlint.server", "devlint.project"}
+              "devlint.virtual_gpu", "devlint.virtual_gpu_runner", "devlint.server", "devlint.analysis.project"}
     assert not unused & set(warm["modules"])

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from devlint.notebook_json import source_text
 from devlint.prefilter import parse_quietly
-from devlint.rules.discarded_tensor_move import MOVES
+from devlint.analysis.moves import MOVES
 
 # Cell magics whose body is Python run by the kernel: the body is checked, the `%%` line masked.
 # Any other cell magic (%%bash, %%html, %%sql, ...) leaves its cell out; %%writefile NAME.py cells

@@ -1,7 +1,8 @@
 """Small helpers shared by the rules about hard-coded CUDA (DL004-DL008, DL015).
 
-Device-string literals, qualified-name tests, the torch name a fix may write, and fixes that put the
-run-time `device` (see `_device.py`) where a literal CUDA device was.
+Device-string literals, qualified-name tests, and fixes that put the run-time `device` (see
+`devlint/analysis/device.py`, which also says which torch name a fix may write) where a literal CUDA
+device was.
 """
 
 from __future__ import annotations
@@ -11,10 +12,15 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from devlint.analysis.device import (
+    device_failure,
+    device_reference,
+    device_source,
+    unproven_reference,
+)
+from devlint.analysis.device_values import holds_torch_device
 from devlint.context import FileContext, target_names
 from devlint.model import Applicability, Fix
-from devlint.rules._device import (device_failure, device_reference, device_source, holds_torch_device, torch_failure,
-                                   unproven_reference)
 from devlint.syntax import dotted_name, name_words, string_value, walk
 
 _CUDA = re.compile(r"cuda(?::(\d+))?\Z")
@@ -66,29 +72,6 @@ def qualified(ctx: FileContext, node: cst.CSTNode, names) -> str | None:
     return min(found) if found and found <= names else None
 
 
-def torch_name(ctx: FileContext, needs_definition: bool, written: cst.CSTNode | None = None) -> str | None:
-    """The name a fix may write for the torch module, or None when none is bound.
-
-    `written` is the flagged function (`th.cuda.synchronize`): the root it was written with is used
-    first, so that the fix depends on the flagged code alone, not on imports another fix may add.
-    When the fix also needs the inserted `device` definition, the fixer imports torch itself.
-    """
-    root = written_torch_root(written) if written is not None else None
-    if root is not None:
-        return root
-    if ctx.torch_alias is not None:
-        return ctx.torch_alias
-    return "torch" if needs_definition and not ctx.binds("torch") else None
-
-
-def written_torch_root(func: cst.CSTNode) -> str | None:
-    """`th` for `th.cuda.X...` or `th.device`, a name already resolved to torch's; else None."""
-    parts = (dotted_name(func) or "").split(".")
-    if len(parts) >= 3 and parts[1] == "cuda" or len(parts) == 2 and parts[1] == "device":
-        return parts[0]
-    return None
-
-
 def is_last_word_device(target: cst.BaseExpression) -> bool:
     """`device`, `self.device`, `train_device`, `DEVICE`: a name whose last word is "device"."""
     name = dotted_name(target)
@@ -132,7 +115,7 @@ def replace_with_device(rule, node: cst.CSTNode, title: str, unsafe: bool) -> Fi
 def placed_value(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
     """The expression whose result lives on the device `node` names: the call `x.to(node)`,
     `x.to(torch.device(node))` or the torch factory `torch.ones(3, device=node)`; else None."""
-    from devlint.rules._placement import FACTORIES
+    from devlint.analysis.placement import FACTORIES
 
     parent = ctx.parent(node)
     if isinstance(parent, cst.Arg) and not parent.keyword and not parent.star:
@@ -155,30 +138,6 @@ def placed_value(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
                                    for n in ctx.qualified_names(call.func)):
         return call
     return None
-
-
-def device_type_reference(ctx: FileContext, node: cst.CSTNode,
-                          written: cst.CSTNode | None = None) -> tuple[str, str, bool] | str:
-    """(torch name, expression for the device *type*, needs_definition) for a fix at `node`, or why not.
-
-    `device.type` only works on a `torch.device`: where the device is known to be one (a definition
-    devlint inserts, a name bound from `torch.device(...)` or a tensor's `.device`, a parameter
-    annotated `torch.device`, `self.device` set from one) the fix writes `device.type`; a `device`
-    parameter without annotation or a name bound to a string conditional may well be `"cuda"`, so
-    those are wrapped: `torch.device(device).type`.
-    """
-    reference = device_source(ctx, node)
-    if reference is None and (unproven := unproven_reference(ctx, node)) is not None:
-        reference = (unproven[0], False)  # a device not proven to be the run's: DL006's fixes are unsafe anyway
-    if reference is None:
-        return device_failure(ctx, node)
-    name, needs_definition = reference
-    torch = torch_name(ctx, needs_definition, written)
-    if torch is None:
-        return torch_failure(ctx)
-    if needs_definition or holds_torch_device(ctx, node, name):
-        return torch, f"{name}.type", needs_definition
-    return torch, f"{torch}.device({name}).type", needs_definition
 
 
 def in_comparison(ctx: FileContext, node: cst.CSTNode) -> bool:
@@ -338,7 +297,7 @@ def names_several_gpus(ctx: FileContext, node: cst.CSTNode, in_scope: bool = Fal
     if not in_scope:
         return False
     scope = ctx.enclosing(node, cst.FunctionDef) or ctx.module
-    cache = ctx.__dict__.setdefault("_gpu_indices", {})
+    cache = ctx.memo.setdefault("gpu_indices", {})
     if id(scope) not in cache:
         indices = set()
         for each in _device_nodes(scope, skip_functions=isinstance(scope, cst.Module)):

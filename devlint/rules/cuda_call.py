@@ -4,8 +4,8 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_failure, device_source, unproven_reference
-from devlint.rules._kinds import TENSOR
+from devlint.analysis.device import device_failure, device_source, unproven_reference
+from devlint.analysis.kinds import TENSOR
 from devlint.syntax import find_arg, is_none
 
 
@@ -18,7 +18,7 @@ class CudaCall(Rule):
     Flags every method call `.cuda(...)` (on tensors and modules alike, assigned or not) that can run
     on a machine without CUDA.
 
-    A condition guards only when the run answers it (devlint.rules._flags): a flag devlint proves
+    A condition guards only when the run answers it (devlint.analysis.flags): a flag devlint proves
     constant is no guard. `USE_CUDA = True` then `if USE_CUDA: x = x.cuda()` is flagged (a name bound
     only to a literal), and so is `if cuda: v = v.cuda()` in `def one_hot(idx, size, cuda=True)` when no
     call in the project passes `cuda` (`one_hot(i, n)` throughout). Anything devlint cannot see into
@@ -79,7 +79,7 @@ class CudaCall(Rule):
     is None (line 3): not known to be a device)" or "(`CUDA_VISIBLE_DEVICES` is set later in this
     function (line 9): a definition before this line would query CUDA first)".
 
-    Where the definition binds matters too (devlint.rules._binding): a file that other files of the
+    Where the definition binds matters too (devlint.analysis.binding): a file that other files of the
     project import is a library, whatever its `if __name__ == "__main__":` block says (no module-level
     definition: it would query CUDA when they import it); no definition goes into a function that binds
     `torch` (`import torch.distributed` in it, `def run(x, torch=None)`); in code TorchScript compiles
@@ -307,7 +307,7 @@ class CudaCall(Rule):
     def _cuda_override(self, receiver: cst.BaseExpression) -> str | None:
         """Where a `cuda()` that does more than `return super().cuda(...)` is defined that the call may
         reach: in a class of this file, or in the receiver's project class (imported from another
-        file, or a class here built on one, devlint.project); None if nowhere."""
+        file, or a class here built on one, devlint.analysis.project); None if nowhere."""
         if any(f.name.value == "cuda" and isinstance(self.ctx.parent(self.ctx.parent(f)), cst.ClassDef)
                and not _only_calls_super(f) for f in self.ctx.nodes(cst.FunctionDef)):
             return "this file defines a `cuda()` override that `.to()` would skip"

@@ -4,8 +4,10 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit, Position
 from devlint.rule import Invalid, Rule
-from devlint.rules._hardcoded import device_type_reference, qualified, torch_failure, torch_name
-from devlint.rules._versions import VersionGates
+from devlint.analysis.device import device_type_reference, torch_name
+from devlint.analysis.device_reasons import torch_failure
+from devlint.rules._hardcoded import qualified
+from devlint.analysis.versions import VersionGates
 from devlint.suppressions import parse as parse_suppressions
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
@@ -92,7 +94,7 @@ class CudaOnlyAmp(Rule):
     - Code under a CUDA condition (same guards as DL001), e.g.
       `if torch.cuda.is_available(): scaler = torch.cuda.amp.GradScaler()`.
     - Fallbacks for an old PyTorch, where `torch.amp`'s API does not exist (the version tests of
-      devlint/rules/_versions.py): code in the old-version branch of a version test
+      devlint/analysis/versions.py): code in the old-version branch of a version test
       (`if torch.__version__ < "2.4":`, `version.parse(torch.__version__) < version.parse("2.3")`,
       `TORCH_VERSION < (2, 4)`, `is_torch_version("<", "2.4")`, `compare_version("torch", operator.lt, ...)`,
       the `else` of `if _TORCH_GREATER_EQUAL_2_4:` or of

@@ -4,7 +4,8 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit
 from devlint.rule import Invalid, Rule
-from devlint.rules._hardcoded import qualified, written_torch_root
+from devlint.analysis.device import written_torch_root
+from devlint.rules._hardcoded import qualified
 from devlint.syntax import last_component
 
 # torch.cuda functions that raise without CUDA (checked on the CPU build of torch 2.13), and the

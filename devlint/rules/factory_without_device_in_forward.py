@@ -4,8 +4,8 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit
 from devlint.rule import Invalid, Rule
-from devlint.rules._mixing import may_call_a_factory, meets_module_tensor, rebound, tensor_inputs
-from devlint.rules._module_classes import enclosing_method, module_classes, reachable_methods
+from devlint.analysis.mixing import may_call_a_factory, meets_module_tensor, rebound, tensor_inputs
+from devlint.analysis.module_classes import enclosing_method, module_classes, reachable_methods
 from devlint.syntax import descendants, find_arg
 
 _FACTORIES = frozenset(f"torch.{n}" for n in

@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import TENSOR
+from devlint.analysis.kinds import TENSOR
 from devlint.syntax import string_value
 
 # Methods whose `device=` (or first positional argument, for `to`/`cuda`) takes a device.
@@ -18,7 +18,7 @@ class GetDeviceAsIndex(Rule):
     --virtual-gpu` raise): flags `t.get_device()` used as a device, outside a CUDA check. It returns
     the GPU's index for a CUDA tensor and `-1` for a CPU tensor, and `-1` is not a device.
 
-    The receiver must be known to be a tensor (`_kinds.py`: a `torch.Tensor` annotation, a torch
+    The receiver must be known to be a tensor (`devlint/analysis/kinds.py`: a `torch.Tensor` annotation, a torch
     factory or op, a moved value, a tensor-only method called on the same binding, ...): other objects
     have a `get_device()` that returns a device (the IR nodes of `torch._inductor`: seven false
     positives in torch's own sources when unknown receivers were flagged).

@@ -9,9 +9,10 @@ from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.rules._hardcoded import (
     CudaLiteral, cuda_literal, feeds_torch, in_comparison, is_torch_call, inside_cuda_method, is_alternative, is_last_word_device,
-    loop_variable_index, names_several_gpus, qualified, replace_with_device, simulates_gpu, torch_name,
+    loop_variable_index, names_several_gpus, qualified, replace_with_device, simulates_gpu,
 )
-from devlint.rules._device import sets_visible_devices
+from devlint.analysis.device import torch_name
+from devlint.analysis.visible_devices import sets_visible_devices
 from devlint.rules.torch_load_without_map_location import LOADERS
 from devlint.syntax import dotted_name, find_arg, last_component
 
@@ -63,7 +64,7 @@ class HardcodedDeviceString(Rule):
 
     ## Fix safety
     A literal given as a device becomes `device`: a device already bound in scope, or one definition the
-    fixer inserts (see `_device.py`). This is **safe** for `"cuda"` and `"cuda:0"` given to torch: on a
+    fixer inserts (see `devlint/analysis/device.py`). This is **safe** for `"cuda"` and `"cuda:0"` given to torch: on a
     machine with one GPU the same device is used. It is **unsafe** for `"cuda:N"` with N > 0 (the rewrite
     drops which GPU was meant), and for a string given to a function of this file (`make(x,
     device="cuda")`: the function then gets a `torch.device`, which compares differently from the

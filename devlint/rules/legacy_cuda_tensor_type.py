@@ -4,9 +4,11 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_failure, device_source, unproven_reference
-from devlint.rules._hardcoded import LEGACY_TENSOR_DTYPES, qualified, statement_indentation, torch_failure, torch_name
-from devlint.rules._kinds import TENSOR
+from devlint.analysis.device import device_failure, device_source, unproven_reference
+from devlint.analysis.device import torch_name
+from devlint.analysis.device_reasons import torch_failure
+from devlint.rules._hardcoded import LEGACY_TENSOR_DTYPES, qualified, statement_indentation
+from devlint.analysis.kinds import TENSOR
 from devlint.syntax import dotted_name, find_arg, last_component, string_value
 
 _LEGACY_TYPES = frozenset(f"torch.cuda.{name}" for name in LEGACY_TENSOR_DTYPES)

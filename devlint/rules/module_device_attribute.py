@@ -4,8 +4,8 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._module_classes import enclosing_method, inside, methods, module_classes, reachable_methods
-from devlint.rules._mixing import rebound, submodule_inputs
+from devlint.analysis.module_classes import enclosing_method, inside, methods, module_classes, reachable_methods
+from devlint.analysis.mixing import rebound, submodule_inputs
 from devlint.syntax import descendants, dotted_name, string_value
 
 # torch.nn classes whose instances always hold parameters (left out: those whose keywords may turn them

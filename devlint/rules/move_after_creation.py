@@ -4,8 +4,8 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import TENSOR
-from devlint.rules._placement import DEVICE
+from devlint.analysis.kinds import TENSOR
+from devlint.analysis.placement import DEVICE
 from devlint.syntax import find_arg, is_none
 
 # torch.<name>(...) factories that take `device=`.

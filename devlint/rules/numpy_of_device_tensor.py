@@ -4,8 +4,8 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import MODULE
-from devlint.rules._placement import DEVICE, KEEPING_METHODS
+from devlint.analysis.kinds import MODULE
+from devlint.analysis.placement import DEVICE, KEEPING_METHODS
 from devlint.syntax import find_arg, last_component, name_words
 
 
@@ -16,7 +16,7 @@ class NumpyOfDeviceTensor(Rule):
     tensor to host memory first.` (what a GPU and `devlint run --virtual-gpu` raise): flags `.numpy()`
     on a tensor that lives on the run's device, with no `.cpu()` in between.
 
-    "Lives on the device" is the placement fact (`devlint/rules/_placement.py`): the value was moved
+    "Lives on the device" is the placement fact (`devlint/analysis/placement.py`): the value was moved
     with `.to(device)` / `.cuda()`, created with `device=...`, or is derived from such values by tensor
     methods and ops (`x.to(device).argmax(1)`, `a + b`); or it came out of calling a module that was
     moved there (`model = Net().to(device)`, then `out = model(x)`, whatever `x` is), directly or

@@ -3,8 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import TENSOR
-from devlint.rules.discarded_tensor_move import MOVES
+from devlint.analysis.kinds import TENSOR
+from devlint.analysis.moves import MOVES
 from devlint.syntax import dotted_name, walk
 
 
@@ -17,7 +17,7 @@ class ReboundLoopVariableMove(Rule):
     where the loop only re-binds its variable, and the moved value is never read: not later in the
     loop body, not after the loop. The container is unchanged.
 
-    The loop variable must be known to be a tensor (`_kinds.py`: items of a list of tensors, of
+    The loop variable must be known to be a tensor (`devlint/analysis/kinds.py`: items of a list of tensors, of
     `.parameters()`, of a `list[Tensor]`, the values of a `dict[str, Tensor]`'s `.items()`, ...).
 
     On by default: display-only, so it never writes, and precise (a tensor loop variable whose moved

@@ -7,10 +7,10 @@ import libcst as cst
 from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._device import device_failure, device_reference, unproven_reference
-from devlint.rules._kinds import MODULE
-from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
-from devlint.rules._receivers import doubt
+from devlint.analysis.device import device_failure, device_reference, unproven_reference
+from devlint.analysis.kinds import MODULE
+from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
+from devlint.analysis.receivers import doubt
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
                             name_words, string_value, walk)
 

@@ -6,10 +6,10 @@ import libcst as cst
 
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.rules._kinds import TENSOR
-from devlint.rules._mixing import may_call_a_factory, meets_module_tensor, moved_at_use
-from devlint.rules._module_classes import ANY, inside, methods, module_classes, reachable_methods
-from devlint.rules._placement import CPU, FACTORIES
+from devlint.analysis.kinds import TENSOR
+from devlint.analysis.mixing import may_call_a_factory, meets_module_tensor, moved_at_use
+from devlint.analysis.module_classes import ANY, inside, methods, module_classes, reachable_methods
+from devlint.analysis.placement import CPU, FACTORIES
 from devlint.syntax import descendants, dotted_name, is_none, string_value
 
 # What `model.to(device)` would still not move, or what moves the attribute by hand.

@@ -19,7 +19,7 @@ from devlint.documents import check_document as check_source
 from devlint.engine import apply_fix, insert_noqa, noqa_line, project_view
 from devlint.model import Applicability, FileError, Finding  # noqa: F401 (re-exported)
 from devlint.notebook_json import source_text
-from devlint.project import forget_probes, set_buffer  # noqa: F401 (re-exported)
+from devlint.analysis.project import forget_probes, set_buffer  # noqa: F401 (re-exported)
 
 UNUSED_NOQA = "DL100"  # shown faded (the Unnecessary tag), as ruff shows its unused noqa
 

@@ -1,4 +1,4 @@
-"""Facts of other files of the project that the origin of a loaded file rests on (devlint.rules._origins),
+"""Facts of other files of the project that the origin of a loaded file rests on (devlint.analysis.origins),
 computed with the same analyses as a checked file and kept as plain data:
 
 - the fixtures of the `conftest.py` files from a test's folder up to the project root (the nearest
@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from devlint.analysis.kinds import kinds_of
 from devlint import depends
-from devlint.context import FileContext
+from devlint.facts import FileFacts
 from devlint.syntax import dotted_name, find_arg
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
@@ -45,10 +46,10 @@ _BY_DIGEST: dict[str, FileOrigins | None] = {}
 
 
 # -- a function that writes its path parameter ------------------------------------------------------------
-def writer_facts(ctx: FileContext, function: cst.FunctionDef) -> list | None:
+def writer_facts(ctx: FileFacts, function: cst.FunctionDef) -> list | None:
     """[((index, name) of the path parameter, what is saved: ("cpu",) | ("param", (index, name)) |
     ("unknown",))] for each write of a parameter of `function`; None when it writes none."""
-    from devlint.rules._origins import LOADERS, SAVERS, WRITER_WORDS, host_value
+    from devlint.analysis.origins import LOADERS, SAVERS, WRITER_WORDS, host_value
 
     params = _parameters(function)
     found = []
@@ -83,7 +84,7 @@ def _parameters(function: cst.FunctionDef) -> dict[cst.Param, tuple]:
     return found
 
 
-def _parameter(ctx: FileContext, expr: cst.CSTNode | None, params: dict) -> tuple | None:
+def _parameter(ctx: FileFacts, expr: cst.CSTNode | None, params: dict) -> tuple | None:
     if not isinstance(expr, cst.Name):
         return None
     assignments = ctx.bindings(expr)
@@ -104,7 +105,7 @@ def _calls(function: cst.FunctionDef) -> list[cst.Call]:
     return found
 
 
-def writer_saves(ctx: FileContext, call: cst.Call) -> list | None:
+def writer_saves(ctx: FileFacts, call: cst.Call) -> list | None:
     """writer_facts of the function `call` calls: one of this file, or a top-level one of the project."""
     func = call.func
     if isinstance(func, cst.Name):
@@ -186,14 +187,14 @@ def _read_origins(view, path: str) -> FileOrigins | None:
 
 
 def _analyse(data: bytes) -> FileOrigins | None:
-    from devlint.rules._fixtures import fixture_name, function_scoped, is_fixture, returned_values
-    from devlint.rules._kinds import MODULE, TENSOR
-    from devlint.rules._origins import fixture_writes_cpu
-    from devlint.rules._placement import CPU, DEVICE, join, placement
+    from devlint.analysis.fixtures import fixture_name, function_scoped, is_fixture, returned_values
+    from devlint.analysis.kinds import MODULE, TENSOR
+    from devlint.analysis.origins import fixture_writes_cpu
+    from devlint.analysis.placement import CPU, DEVICE, join, placement
 
     try:
         module = cst.parse_module(data)
-        ctx = FileContext(module)
+        ctx = FileFacts(module)
         origins = FileOrigins()
         for statement in module.body:
             if not isinstance(statement, cst.FunctionDef):
@@ -201,7 +202,7 @@ def _analyse(data: bytes) -> FileOrigins | None:
             if is_fixture(ctx, statement):
                 name = fixture_name(ctx, statement)
                 values = returned_values(statement)
-                kinds = {ctx.kinds.of(v) for v in values}
+                kinds = {kinds_of(ctx).of(v) for v in values}
                 kind = kinds.pop() if len(kinds) == 1 else None
                 place = join(placement(ctx).of(v) for v in values) if values and function_scoped(ctx, statement) else None
                 facts = FixtureFacts(

@@ -2,7 +2,7 @@
 
 A flag parameter with a literal default (`def one_hot(idx, size, cuda=True)`) is a constant when no
 call in the project passes it; a module-level constant (`USE_CUDA = True`) stays one when no file
-assigns it from outside (`config.USE_CUDA = args.cuda`). devlint.rules._flags asks `uses(name)`:
+assigns it from outside (`config.USE_CUDA = args.cuda`). devlint.analysis.flags asks `uses(name)`:
 
 - `calls`: each call whose callee is written `name(...)` or `<anything>.name(...)`: how many positional
   arguments it passes, its keywords, and whether it unpacks `*args`/`**kwargs`. Matching by the last
@@ -13,7 +13,7 @@ assigns it from outside (`config.USE_CUDA = args.cuda`). devlint.rules._flags as
 - `stored`: an attribute of that name is assigned or deleted on anything but `self`/`cls`
   (`config.USE_CUDA = False`, `setattr(config, "USE_CUDA", v)`).
 
-The files are the project's `.py` files, listed as devlint.importers lists them (from the project root;
+The files are the project's `.py` files, listed as devlint.analysis.importers lists them (from the project root;
 without a root marker, the top package's folder and its packages). The checked file itself is read from
 the text being checked. Every file read (its digest) and every folder listed is recorded in the
 ProjectView's observations (devlint.depends), so a cached result is checked again when any caller
@@ -30,8 +30,8 @@ import warnings
 from dataclasses import dataclass
 
 from devlint import depends
-from devlint.importers import MAX_FILES, _SKIPPED
-from devlint.project import _ROOT_MARKERS
+from devlint.analysis.importers import MAX_FILES, _SKIPPED
+from devlint.analysis.project import _ROOT_MARKERS
 
 
 @dataclass(frozen=True)

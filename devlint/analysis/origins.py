@@ -6,9 +6,9 @@ found, for the path expression of the load:
 - `torch.save(obj, same path)` in this file (the same literal, the same binding of a name, or the same
   expression over those: `tmp_path / "m.pt"`, `os.path.join(d, "m.pt")`, `str(p)`);
 - a function that writes its path parameter with `torch.save` (of this file, or a top-level function
-  imported from the project, devlint.rules._file_facts), called with the same path: `save_vocab(vocab,
+  imported from the project, devlint.analysis.origin_files), called with the same path: `save_vocab(vocab,
   path)`; what it saves is its own CPU value, or an argument of the call, judged here;
-- a pytest fixture the loading test receives the path from (devlint.rules._fixtures), which returns a
+- a pytest fixture the loading test receives the path from (devlint.analysis.fixtures), which returns a
   path it saved CPU data to.
 
 "CPU data" is a value the placement fact says lives on the CPU, or holds no tensor at all (strings,
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import FileContext
+from devlint.facts import FileFacts
 from devlint.syntax import dotted_name, find_arg, string_value
 
 SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
@@ -45,7 +45,7 @@ MAX_DEPTH = 12
 
 
 # -- the identity of a path expression ------------------------------------------------------------------
-def path_key(ctx: FileContext, expr: cst.CSTNode, depth: int = 0):
+def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
     """What identifies the file a path expression names, or None: a literal's text, one binding of a name
     (a parameter too: a test's fixture path), or an expression built from those by `/`, `+`,
     `os.path.join`, f-strings and `str()`/`Path()`."""
@@ -104,7 +104,7 @@ def path_key(ctx: FileContext, expr: cst.CSTNode, depth: int = 0):
 
 
 # -- what was written there --------------------------------------------------------------------------------
-def written_on_cpu(ctx: FileContext, path: cst.CSTNode) -> bool:
+def written_on_cpu(ctx: FileFacts, path: cst.CSTNode) -> bool:
     """Was the file at `path` written, by every writer found, from CPU data (and by at least one)?"""
     key = path_key(ctx, path)
     if key is None:
@@ -118,7 +118,7 @@ def written_on_cpu(ctx: FileContext, path: cst.CSTNode) -> bool:
     return False
 
 
-def _calls_with(ctx: FileContext, key) -> list[tuple[cst.Call, cst.Arg]]:
+def _calls_with(ctx: FileFacts, key) -> list[tuple[cst.Call, cst.Arg]]:
     index = ctx.__dict__.setdefault("_devlint_path_uses", {})
     if not index:
         index[None] = []
@@ -145,7 +145,7 @@ def _hashable(key):
     return key
 
 
-def _verdict(ctx: FileContext, call: cst.Call, arg: cst.Arg) -> bool | None:
+def _verdict(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool | None:
     """True: this call wrote CPU data at the path; False: it wrote (or may have written) other data;
     None: it does not write (a load, `os.path.exists(p)`, `print(p)`)."""
     if arg is None:
@@ -171,9 +171,9 @@ def _verdict(ctx: FileContext, call: cst.Call, arg: cst.Arg) -> bool | None:
     return None
 
 
-def _writer_verdict(ctx: FileContext, call: cst.Call, arg: cst.Arg) -> bool | None:
+def _writer_verdict(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool | None:
     """A function of this file or the project that saves to its path parameter with `torch.save`."""
-    from devlint.rules import _file_facts
+    from devlint.analysis import origin_files as _file_facts
 
     saves = _file_facts.writer_saves(ctx, call)
     if saves is None:
@@ -199,8 +199,8 @@ def _argument(call: cst.Call, param: tuple) -> cst.Arg | None:
     return find_arg(call, name, index)
 
 
-def _fixture_path_on_cpu(ctx: FileContext, param: cst.Param) -> bool:
-    from devlint.rules._fixtures import fixture_of
+def _fixture_path_on_cpu(ctx: FileFacts, param: cst.Param) -> bool:
+    from devlint.analysis.fixtures import fixture_of
 
     fixture = fixture_of(ctx, param)
     if fixture is None:
@@ -210,9 +210,9 @@ def _fixture_path_on_cpu(ctx: FileContext, param: cst.Param) -> bool:
     return fixture_writes_cpu(ctx, fixture.definition)
 
 
-def fixture_writes_cpu(ctx: FileContext, function: cst.FunctionDef) -> bool:
+def fixture_writes_cpu(ctx: FileFacts, function: cst.FunctionDef) -> bool:
     """Does the fixture return (or yield) only paths it saved CPU data to?"""
-    from devlint.rules._fixtures import returned_values
+    from devlint.analysis.fixtures import returned_values
 
     values = returned_values(function)
     if not values:
@@ -226,14 +226,14 @@ def fixture_writes_cpu(ctx: FileContext, function: cst.FunctionDef) -> bool:
     return True
 
 
-def _inside(ctx: FileContext, node: cst.CSTNode, root: cst.CSTNode) -> bool:
+def _inside(ctx: FileFacts, node: cst.CSTNode, root: cst.CSTNode) -> bool:
     return any(a is root for a in ctx.ancestors(node))
 
 
 # -- values without a tensor off the CPU -------------------------------------------------------------------
-def host_value(ctx: FileContext, expr: cst.CSTNode, depth: int = 0) -> bool:
+def host_value(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
     """Does `expr` hold only CPU tensors or none at all (strings, numbers, PIL images, containers of those)?"""
-    from devlint.rules._placement import CPU, placement
+    from devlint.analysis.placement import CPU, placement
 
     if depth > MAX_DEPTH:
         return False
@@ -269,14 +269,14 @@ def host_value(ctx: FileContext, expr: cst.CSTNode, depth: int = 0) -> bool:
         ctx, ctx.bindings(expr), depth))
 
 
-def _comprehension_host(ctx: FileContext, comp, element: cst.CSTNode, depth: int) -> bool:
+def _comprehension_host(ctx: FileFacts, comp, element: cst.CSTNode, depth: int) -> bool:
     """`[Image.open(p) for p in paths]`: the element alone decides when it reads no loop variable."""
     if isinstance(element, (cst.Call, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
         return host_value(ctx, element, depth + 1)
     return False
 
 
-def _filled_elsewhere(ctx: FileContext, assignments, depth: int) -> bool:
+def _filled_elsewhere(ctx: FileFacts, assignments, depth: int) -> bool:
     """Is the object put in the name filled later with values not known to be host values
     (`xs.append(t)`, `d[k] = t`, `d.update(other)`)?"""
     for assignment in assignments:
@@ -300,10 +300,10 @@ def _filled_elsewhere(ctx: FileContext, assignments, depth: int) -> bool:
 
 
 # -- instances of classes that move nothing ------------------------------------------------------------------
-def instance_place(ctx: FileContext, call: cst.Call):
+def instance_place(ctx: FileFacts, call: cst.Call):
     """CPU for `Cls(args)` of a class (of this file or the project) that moves nothing to a device in any
     of its methods nor its project bases, given CPU arguments; None when that cannot be told."""
-    from devlint.rules._placement import CPU, placement
+    from devlint.analysis.placement import CPU, placement
 
     if any(a.star for a in call.args) or find_arg(call, "device", None) is not None:
         return None
@@ -314,7 +314,7 @@ def instance_place(ctx: FileContext, call: cst.Call):
     return None
 
 
-def _class_moves_nothing(ctx: FileContext, func: cst.CSTNode) -> bool:
+def _class_moves_nothing(ctx: FileFacts, func: cst.CSTNode) -> bool:
     if isinstance(func, cst.Name):
         assignments = ctx.bindings(func)
         if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
@@ -327,8 +327,8 @@ def _class_moves_nothing(ctx: FileContext, func: cst.CSTNode) -> bool:
     return ctx.project.class_moves_nothing(names.pop()) is True
 
 
-def _local_class_moves_nothing(ctx: FileContext, cls: cst.ClassDef, depth: int) -> bool:
-    from devlint.class_moves import MOVING_METHODS, allowed_base
+def _local_class_moves_nothing(ctx: FileFacts, cls: cst.ClassDef, depth: int) -> bool:
+    from devlint.analysis.class_moves import MOVING_METHODS, allowed_base
 
     if depth > MAX_DEPTH or cls.keywords:
         return False

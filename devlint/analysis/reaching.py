@@ -1,7 +1,7 @@
 """Which bindings of a plain name may reach a use of it, without LibCST's scope analysis.
 
 Resolving scopes costs several times the parse of a file (devlint.context), and the flag judgement
-(devlint.rules._flags) asks about a few names in many files. This answer over-approximates, which is
+(devlint.analysis.flags) asks about a few names in many files. This answer over-approximates, which is
 the safe direction there (one more binding can only make a name look less constant):
 
 - the scope is the nearest function, lambda or comprehension around the use that binds the name

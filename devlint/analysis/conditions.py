@@ -1,7 +1,7 @@
 """What a condition implies, as a pair: (its truth implies P, its falsity implies P).
 
 The logic of `not`, `and`, `or` and the walrus is the same whatever P is (CUDA is there, for the
-guards of `_guards.py`; the torch is old, for the version gates of `_versions.py`): subclasses answer
+guards of `devlint/analysis/guards.py`; the torch is old, for the version gates of `devlint/analysis/versions.py`): subclasses answer
 comparisons and the other atoms.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import FileContext
+from devlint.facts import FileFacts
 from devlint.syntax import dotted_name
 
 NOTHING = (False, False)
@@ -19,7 +19,7 @@ def flip(pair: tuple[bool, bool]) -> tuple[bool, bool]:
     return (pair[1], pair[0])
 
 
-def assigned_values(ctx: FileContext) -> dict[str, list[cst.BaseExpression]]:
+def assigned_values(ctx: FileFacts) -> dict[str, list[cst.BaseExpression]]:
     """Every `name = <expr>` / `self.name = <expr>` (annotated or not) in the file, by dotted target."""
     found: dict[str, list[cst.BaseExpression]] = {}
     for node in ctx.nodes(cst.Assign):
@@ -39,7 +39,7 @@ class Implications:
 
     MAX_DEPTH = 8
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         self.ctx = ctx
         self._depth = 0
 

@@ -1,8 +1,8 @@
-"""Does a class move anything to a device? (read with `ast` for the project index, devlint.project)
+"""Does a class move anything to a device? (read with `ast` for the project index, devlint.analysis.project)
 
 An instance of a class none of whose methods calls `.cuda()`, `.to(...)` or a `to`-like move, passes
 `device=` or `map_location=`, or loads a file, holds only what it was given and what it built on the CPU:
-saved with `torch.save`, given CPU arguments, it is CPU data (devlint.rules._origins).
+saved with `torch.save`, given CPU arguments, it is CPU data (devlint.analysis.origins).
 """
 
 from __future__ import annotations

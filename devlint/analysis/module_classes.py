@@ -3,11 +3,11 @@
 DL009, DL010 and DL012 reason about what `nn.Module` does for a class (`model.to(device)` moves its
 parameters and buffers, nothing else; a module has no `device` attribute). That holds only where every
 class of the chain is known: torch.nn classes, classes of this file, and project classes in other files
-(devlint.project, `ProjectView.class_chain`). A base devlint cannot see into (Hugging Face
+(devlint.analysis.project, `ProjectView.class_chain`). A base devlint cannot see into (Hugging Face
 `PreTrainedModel`, `LightningModule`, an mmcv `BaseModule`) may define `device`, override `_apply` or
 move attributes itself: such a class answers None, and the rules leave it alone.
 
-`module_classes(ctx)` returns the file's one `ModuleClasses` (built on first use, kept on the context):
+`module_classes(ctx)` returns the file's one `ModuleClasses` (built on first use, kept in the file's memo, devlint.facts):
 
 `chain(cls) -> Chain | None`
     for a class of this file: None unless it subclasses `nn.Module` and every base is known.
@@ -27,8 +27,8 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.context import FileContext, target_names
-from devlint.rules._kinds import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
+from devlint.facts import FileFacts, target_names
+from devlint.analysis.vocabulary import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
 from devlint.syntax import string_value
 
 # torch.nn classes that do define what a plain module lacks (`self.device` in DDP's __init__).
@@ -48,16 +48,13 @@ class Chain:
         return name in self.members or ANY in self.members
 
 
-def module_classes(ctx: FileContext) -> "ModuleClasses":
-    found = getattr(ctx, "_devlint_module_classes", None)
-    if found is None:
-        found = ModuleClasses(ctx)
-        setattr(ctx, "_devlint_module_classes", found)
-    return found
+def module_classes(ctx: FileFacts) -> "ModuleClasses":
+    """The file's module classes, built once per file."""
+    return ctx.memoised(ModuleClasses, ModuleClasses)
 
 
 class ModuleClasses:
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         self.ctx = ctx
         self._chains: dict[cst.ClassDef, Chain | None] = {}
 
@@ -135,7 +132,7 @@ class ModuleClasses:
         return True, frozenset(members)
 
     def _own_members(self, cls: cst.ClassDef) -> frozenset:
-        """What devlint.project.class_members says of a class of another file, read from LibCST's tree
+        """What devlint.analysis.project.class_members says of a class of another file, read from LibCST's tree
         (no second parse): names bound in the body, `self.x` stores, literal `setattr` / `register_*`
         names; "*" for a keyword base, `__getattr__`, `__setattr__` or a computed name."""
         found: set[str] = set()
@@ -233,7 +230,7 @@ class ModuleClasses:
         return values
 
 
-def _stored(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _stored(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """Is `node` a target that a statement binds (`self.x = ...`, `self.a, self.b = ...`, `for self.x in`)?"""
     child, parent = node, ctx.parent(node)
     while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
@@ -243,10 +240,10 @@ def _stored(ctx: FileContext, node: cst.CSTNode) -> bool:
     return isinstance(parent, cst.AsName) and parent.name is child
 
 
-def inside(ctx: FileContext, root: cst.CSTNode, kind: type) -> list[cst.CSTNode]:
+def inside(ctx: FileFacts, root: cst.CSTNode, kind: type) -> list[cst.CSTNode]:
     """The nodes of `kind` inside `root`, a function or class: one pass over the file's nodes of that
     kind per context, not a walk of each subtree per question."""
-    index = ctx.__dict__.setdefault("_devlint_inside", {})
+    index = ctx.memo.setdefault("devlint_inside", {})
     by_owner = index.get(kind)
     if by_owner is None:
         by_owner = index[kind] = {}
@@ -257,7 +254,7 @@ def inside(ctx: FileContext, root: cst.CSTNode, kind: type) -> list[cst.CSTNode]
     return by_owner.get(root, [])
 
 
-def enclosing_method(ctx: FileContext, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
+def enclosing_method(ctx: FileFacts, node: cst.CSTNode) -> tuple[cst.FunctionDef, cst.ClassDef] | None:
     """The method (a function defined directly in a class body) around `node`, and its class."""
     function = ctx.enclosing(node, cst.FunctionDef)
     if function is None:
@@ -273,15 +270,15 @@ def methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
     return {item.name.value: item for item in body if isinstance(item, cst.FunctionDef)}
 
 
-def reachable_methods(ctx: FileContext, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
+def reachable_methods(ctx: FileFacts, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
     """`start` and the methods of the class it calls as `self.m(...)`, transitively (kept per context)."""
-    cache = ctx.__dict__.setdefault("_devlint_reachable_methods", {})
+    cache = ctx.memo.setdefault("devlint_reachable_methods", {})
     if (cls, start) not in cache:
         cache[cls, start] = _reachable(ctx, cls, start)
     return cache[cls, start]
 
 
-def _reachable(ctx: FileContext, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
+def _reachable(ctx: FileFacts, cls: cst.ClassDef, start: str) -> list[cst.FunctionDef]:
     own = methods(cls)
     if start not in own:
         return []

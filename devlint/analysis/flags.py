@@ -10,14 +10,14 @@ real run-time guard must not be flagged, so a flag is a guard unless this module
 only for
 
 - a literal: `True`, `False`, `None`, a number, a string;
-- a plain name whose every binding that may reach it (devlint.rules._reaching) is
+- a plain name whose every binding that may reach it (devlint.analysis.reaching) is
   `name = <literal>` with one value: `USE_CUDA = True`. Not when anything else binds it (an import, a
   parameter, a loop, `try: from apex import FusedNorm except ImportError: FusedNorm = None`, an
   argparse result), when the file uses `globals()`, `vars()`, `exec` or `eval`, when a star import
   follows its first binding, or, for a module-level name, when a file of the project assigns an
   attribute of that name (`config.USE_CUDA = args.cuda`, `setattr(config, "USE_CUDA", v)`);
 - a parameter with a literal default (`def one_hot(idx, size, cuda=True)`) that no call in the project
-  passes (devlint.project_calls; a file checked without a path is its own project): not when a call
+  passes (devlint.analysis.project_calls; a file checked without a path is its own project): not when a call
   passes it by position or keyword or unpacks `*args`/`**kwargs`, when the function is used other than
   by calling it (`map(f, xs)`, `partial(f, cuda=False)`, `getattr`), when it has a decorator other
   than `staticmethod`/`classmethod`/`torch.no_grad` and the like (click and pytest inject arguments),
@@ -39,7 +39,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.rules._reaching import reaching_sites
+from devlint.analysis.reaching import reaching_sites
 from devlint.syntax import calls_in, dotted_name
 
 _UNKNOWN = object()
@@ -63,8 +63,13 @@ _COMPARE = {
 }
 
 
+def flags_of(facts) -> "Flags":
+    """The file's proved constants (which conditions ask nothing at run time), built once per file."""
+    return facts.memoised(Flags, Flags)
+
+
 class Flags:
-    """`truth(condition)` for one file (devlint.context.FileContext.flags)."""
+    """`truth(condition)` for one file (flags_of; rules ask devlint.context.FileContext.flags)."""
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx
@@ -220,7 +225,7 @@ class Flags:
     def _project_uses(self, name: str, module: str | None):
         key = (name, module)
         if key not in self._uses:
-            from devlint.project_calls import uses
+            from devlint.analysis.project_calls import uses
 
             self._uses[key] = uses(name, self.ctx.source, self.ctx.project, module)
         return self._uses[key]

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import FileContext
-from devlint.rules._kinds import MODULE
+from devlint.analysis.kinds import kinds_of
+from devlint.facts import FileFacts
+from devlint.analysis.kinds import MODULE
 from devlint.syntax import dotted_name, find_arg
 
 # Classes whose load_state_dict copies into state they own (every class of these namespaces does).
@@ -28,12 +29,12 @@ COPYING_CLASSES = frozenset({"torch.amp.GradScaler", "torch.cuda.amp.GradScaler"
                              "torch.cuda.amp.grad_scaler.GradScaler", "torch.cpu.amp.GradScaler"})
 
 
-def doubt(ctx: FileContext, call: cst.Call) -> str | None:
+def doubt(ctx: FileFacts, call: cst.Call) -> str | None:
     """None when `call` (`recv.load_state_dict(...)`) copies into tensors `recv` owns; else why not."""
     func = call.func
     receiver = func.value if isinstance(func, cst.Attribute) else None
     shown = _shown(ctx, receiver)
-    if receiver is not None and ctx.kinds.of(receiver) is MODULE:
+    if receiver is not None and kinds_of(ctx).of(receiver) is MODULE:
         assign = find_arg(call, "assign", 2)
         if assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False"):
             return None
@@ -46,7 +47,7 @@ def doubt(ctx: FileContext, call: cst.Call) -> str | None:
             "the tensors where they were loaded")
 
 
-def _shown(ctx: FileContext, receiver: cst.CSTNode | None) -> str:
+def _shown(ctx: FileFacts, receiver: cst.CSTNode | None) -> str:
     text = dotted_name(receiver) if receiver is not None else None
     if text is None and receiver is not None:
         text = ctx.code(receiver)
@@ -54,13 +55,13 @@ def _shown(ctx: FileContext, receiver: cst.CSTNode | None) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _built_by_copying_class(ctx: FileContext, receiver: cst.CSTNode) -> bool:
+def _built_by_copying_class(ctx: FileFacts, receiver: cst.CSTNode) -> bool:
     """Is every value `receiver` may hold built by an optimizer, LR scheduler or GradScaler class?"""
     values = _values(ctx, receiver)
     return bool(values) and all(_copying_call(ctx, v) for v in values)
 
 
-def _copying_call(ctx: FileContext, value: cst.CSTNode) -> bool:
+def _copying_call(ctx: FileFacts, value: cst.CSTNode) -> bool:
     """A call of such a class, or an annotation naming one."""
     if isinstance(value, cst.Call):
         value = value.func
@@ -71,7 +72,7 @@ def _copying_call(ctx: FileContext, value: cst.CSTNode) -> bool:
         names & COPYING_CLASSES)
 
 
-def _values(ctx: FileContext, receiver: cst.CSTNode) -> list[cst.CSTNode]:
+def _values(ctx: FileFacts, receiver: cst.CSTNode) -> list[cst.CSTNode]:
     """The values of every binding of a name (plain `name = value` only), or of `self.x` in its class."""
     if isinstance(receiver, cst.Name):
         values = []

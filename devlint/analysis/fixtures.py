@@ -8,8 +8,8 @@ test (or its class, or the module's `pytestmark`) parametrizes, a module that de
 
 `fixture_of(ctx, param)` answers a `Fixture`: where the definition is and what it returns (`values`, the
 expressions of its `return`/`yield` statements, for a fixture of this file), or `facts` (plain data,
-devlint.conftests) for one of a conftest. The kinds (devlint.rules._kinds) and the placement
-(devlint.rules._placement) take a test's parameter from it; DL002 (devlint.rules._origins) asks whether it
+devlint.conftests) for one of a conftest. The kinds (devlint.analysis.kinds) and the placement
+(devlint.analysis.placement) take a test's parameter from it; DL002 (devlint.analysis.origins) asks whether it
 is a path the fixture saved CPU data to.
 """
 
@@ -20,7 +20,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.context import FileContext
+from devlint.facts import FileFacts
 from devlint.syntax import dotted_name, find_arg, string_value
 
 FIXTURE_DECORATORS = frozenset({"pytest.fixture", "pytest_asyncio.fixture", "fixture", "pytest.yield_fixture"})
@@ -33,7 +33,7 @@ class Fixture:
     facts: object = None  # devlint.conftests.FixtureFacts, for a fixture of a conftest.py
 
 
-def fixtures(ctx: FileContext) -> "Fixtures":
+def fixtures(ctx: FileFacts) -> "Fixtures":
     found = getattr(ctx, "_devlint_fixtures", None)
     if found is None:
         found = Fixtures(ctx)
@@ -41,16 +41,16 @@ def fixtures(ctx: FileContext) -> "Fixtures":
     return found
 
 
-def fixture_of(ctx: FileContext, param: cst.Param) -> Fixture | None:
+def fixture_of(ctx: FileFacts, param: cst.Param) -> Fixture | None:
     """The fixture a test's (or fixture's) parameter receives, if it can be told."""
     return fixtures(ctx).of(param) if fixtures(ctx).may_receive else None
 
 
-def is_fixture(ctx: FileContext, function: cst.FunctionDef) -> bool:
+def is_fixture(ctx: FileFacts, function: cst.FunctionDef) -> bool:
     return _fixture_decorator(ctx, function) is not None
 
 
-def _fixture_decorator(ctx: FileContext, function: cst.FunctionDef) -> cst.Decorator | None:
+def _fixture_decorator(ctx: FileFacts, function: cst.FunctionDef) -> cst.Decorator | None:
     for decorator in function.decorators:
         target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         names = ctx.qualified_names(target) | {dotted_name(target) or ""}
@@ -59,7 +59,7 @@ def _fixture_decorator(ctx: FileContext, function: cst.FunctionDef) -> cst.Decor
     return None
 
 
-def fixture_name(ctx: FileContext, function: cst.FunctionDef) -> str:
+def fixture_name(ctx: FileFacts, function: cst.FunctionDef) -> str:
     decorator = _fixture_decorator(ctx, function)
     if decorator is not None and isinstance(decorator.decorator, cst.Call):
         given = find_arg(decorator.decorator, "name", None)
@@ -68,7 +68,7 @@ def fixture_name(ctx: FileContext, function: cst.FunctionDef) -> str:
     return function.name.value
 
 
-def function_scoped(ctx: FileContext, function: cst.FunctionDef) -> bool:
+def function_scoped(ctx: FileFacts, function: cst.FunctionDef) -> bool:
     """Built anew for each test (no `scope=` other than "function"): another test cannot have changed it."""
     decorator = _fixture_decorator(ctx, function)
     if decorator is None or not isinstance(decorator.decorator, cst.Call):
@@ -96,7 +96,7 @@ def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
 
 
 class Fixtures:
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         self.ctx = ctx
 
     @cached_property
@@ -151,7 +151,7 @@ class Fixtures:
             return Fixture(name, local[0]) if len(local) == 1 and local[0] is not function else None
         if name in self.ctx.imported_names or self.ctx.project is None:
             return None
-        from devlint.rules._file_facts import conftest_fixture
+        from devlint.analysis.origin_files import conftest_fixture
 
         facts = conftest_fixture(self.ctx.project, name)
         return Fixture(name, None, facts) if facts is not None else None
@@ -179,8 +179,8 @@ class Fixtures:
 
 
 def fixture_kind(kinds, param: cst.Param):
-    """The kind (devlint.rules._kinds) a test's parameter receives from its fixture; UNKNOWN without one."""
-    from devlint.rules._kinds import MODULE, TENSOR, UNKNOWN
+    """The kind (devlint.analysis.kinds) a test's parameter receives from its fixture; UNKNOWN without one."""
+    from devlint.analysis.vocabulary import MODULE, TENSOR, UNKNOWN
 
     fixture = fixture_of(kinds.ctx, param)
     if fixture is None:
@@ -190,20 +190,3 @@ def fixture_kind(kinds, param: cst.Param):
         return TENSOR if kind == "tensor" else MODULE if kind == "module" else UNKNOWN
     values = returned_values(fixture.definition)
     return kinds._combine({kinds.of(v) for v in values}) if values else UNKNOWN
-
-
-def fixture_place(ctx: FileContext, param: cst.Param):
-    """Where (devlint.rules._placement) the value a test's parameter receives from a fixture built anew for
-    each test lives; UNKNOWN without one (a fixture shared between tests may have been moved by another)."""
-    from devlint.rules._placement import CPU, DEVICE, UNKNOWN, join, placement
-
-    fixture = fixture_of(ctx, param)
-    if fixture is None:
-        return UNKNOWN
-    if fixture.definition is None:
-        place = getattr(fixture.facts, "place", None)
-        return CPU if place == "cpu" else DEVICE if place == "device" else UNKNOWN
-    values = returned_values(fixture.definition)
-    if not values or not function_scoped(ctx, fixture.definition):
-        return UNKNOWN
-    return join(placement(ctx).of(v) for v in values)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import FileContext
+from devlint.facts import FileFacts
 from devlint.syntax import dotted_name, string_value
 
 MAX_DEPTH = 20
@@ -56,7 +56,7 @@ _NOT_ONE_KEPT_TENSOR = frozenset(
 _INDIRECT = frozenset({"__getattr__", "__getattribute__", "__setattr__", "__new__", "__slots__", "__dict__"})
 
 
-def _cuda_literal(ctx: FileContext, value: cst.BaseExpression) -> bool:
+def _cuda_literal(ctx: FileFacts, value: cst.BaseExpression) -> bool:
     """`"cuda"`, `"cuda:0"`, `torch.device("cuda")`, `torch.device("cuda:0")`."""
     text = string_value(value)
     if text is not None:
@@ -67,7 +67,7 @@ def _cuda_literal(ctx: FileContext, value: cst.BaseExpression) -> bool:
     return False
 
 
-def _not_cuda(ctx: FileContext, value: cst.BaseExpression) -> bool:
+def _not_cuda(ctx: FileFacts, value: cst.BaseExpression) -> bool:
     """The branch taken without CUDA: a device literal other than CUDA (`"cpu"`, `torch.device("mps")`)."""
     text = string_value(value)
     if text is not None:
@@ -79,7 +79,7 @@ def _not_cuda(ctx: FileContext, value: cst.BaseExpression) -> bool:
     return False
 
 
-def _is_availability_test(ctx: FileContext, test: cst.BaseExpression, names: frozenset, depth: int = 0) -> bool:
+def _is_availability_test(ctx: FileFacts, test: cst.BaseExpression, names: frozenset, depth: int = 0) -> bool:
     """`torch.cuda.is_available()`, or a name every binding of which is exactly that."""
     if isinstance(test, cst.Call) and not test.args:
         return bool(ctx.qualified_names(test.func) & names)
@@ -98,7 +98,7 @@ def _branches(test: cst.BaseExpression, body, orelse):
     return test, body, orelse
 
 
-def run_device_value(ctx: FileContext, value: cst.BaseExpression, depth: int = 0) -> bool:
+def run_device_value(ctx: FileFacts, value: cst.BaseExpression, depth: int = 0) -> bool:
     """Is `value` the run's device whenever CUDA is available (and not CUDA where it is not)?"""
     if depth > MAX_DEPTH:
         return False
@@ -124,9 +124,9 @@ def run_device_value(ctx: FileContext, value: cst.BaseExpression, depth: int = 0
     return False
 
 
-def _is_configured(ctx: FileContext, value: cst.BaseExpression) -> bool:
+def _is_configured(ctx: FileFacts, value: cst.BaseExpression) -> bool:
     """The expression devlint's own definitions use (`--device-expression`), written out."""
-    from devlint.rules._device import device_expression
+    from devlint.device_options import device_expression
 
     torch = ctx.torch_alias
     if torch is None:
@@ -135,7 +135,7 @@ def _is_configured(ctx: FileContext, value: cst.BaseExpression) -> bool:
     return "".join(ctx.code(value).split()) == "".join(expected.split())
 
 
-def not_run_device_reason(ctx: FileContext, value: cst.BaseExpression) -> str:
+def not_run_device_reason(ctx: FileFacts, value: cst.BaseExpression) -> str:
     """Why `run_device_value(value)` is False, in words that follow "bound to `...`"."""
     literals = [string_value(s) for s in _strings(value)]
     literals = [t.strip().lower() for t in literals if t is not None]
@@ -149,7 +149,7 @@ def not_run_device_reason(ctx: FileContext, value: cst.BaseExpression) -> str:
     return "not provably the GPU this code used (it may be the CPU)"
 
 
-def may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:
+def may_be_run_device(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """Looser than `run_device_value`, for an unsafe fix: a parameter (not `*d`/`**d`) without a default
     or with a default that may be the run's device, or a name bound to something device-like
     (`torch.device(...)`, a conditional, `args.device`, a call named for a device); never one whose
@@ -157,14 +157,14 @@ def may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:
     return _binding_holds(ctx, node, any_device=False)
 
 
-def holds_a_device(ctx: FileContext, node: cst.CSTNode) -> bool:
+def holds_a_device(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """A binding that holds some device, maybe not the run's (`torch.device("cpu")` does): a parameter
     (not `*d`/`**d`) without a default or with a device-like default, or a device-like value. A name
     bound to anything else (a string, a number, a function) is never written for a device."""
     return _binding_holds(ctx, node, any_device=True)
 
 
-def _binding_holds(ctx: FileContext, node: cst.CSTNode, any_device: bool) -> bool:
+def _binding_holds(ctx: FileFacts, node: cst.CSTNode, any_device: bool) -> bool:
     """A parameter (not `*d`/`**d`) without a default or with a device-like default (the run's, or
     any device for a value), or a name bound to a device-like value."""
     parent = ctx.parent(node)
@@ -176,7 +176,7 @@ def _binding_holds(ctx: FileContext, node: cst.CSTNode, any_device: bool) -> boo
     return value is not None and _device_like(ctx, value, any_device=any_device)
 
 
-def _device_like(ctx: FileContext, value: cst.BaseExpression, any_device: bool = False) -> bool:
+def _device_like(ctx: FileFacts, value: cst.BaseExpression, any_device: bool = False) -> bool:
     literals = [t.strip().lower() for t in (string_value(s) for s in _strings(value)) if t is not None]
     if any_device:
         literals = []
@@ -200,20 +200,20 @@ def _strings(node: cst.CSTNode):
 
 
 # -- tensors on the run's device -----------------------------------------------------------------------
-def is_tensor(ctx: FileContext, expr: cst.BaseExpression) -> bool:
-    from devlint.rules._kinds import TENSOR
+def is_tensor(ctx: FileFacts, expr: cst.BaseExpression) -> bool:
+    from devlint.analysis.kinds import TENSOR, kinds_of
 
-    return ctx.kinds.of(expr) is TENSOR
+    return kinds_of(ctx).of(expr) is TENSOR
 
 
-def _cuda_target(ctx: FileContext, value: cst.BaseExpression, depth: int) -> bool:
+def _cuda_target(ctx: FileFacts, value: cst.BaseExpression, depth: int) -> bool:
     if isinstance(value, cst.Integer):
         return value.value == "0"
     return _cuda_literal(ctx, value) or run_device_value(ctx, value, depth + 1) or (
         isinstance(value, cst.Name) and _name_is_run_device(ctx, value, depth + 1))
 
 
-def _name_is_run_device(ctx: FileContext, name: cst.Name, depth: int) -> bool:
+def _name_is_run_device(ctx: FileFacts, name: cst.Name, depth: int) -> bool:
     """A name every binding of which (no parameter) is a `run_device_value`."""
     assignments = ctx.bindings(name)
     return bool(assignments) and depth <= MAX_DEPTH and all(
@@ -221,9 +221,9 @@ def _name_is_run_device(ctx: FileContext, name: cst.Name, depth: int) -> bool:
         for a in assignments)
 
 
-def on_run_device(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
+def on_run_device(ctx: FileFacts, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """Is the tensor `expr` evaluates to on the run's device (see the module's docstring)?"""
-    from devlint.rules._placement import FACTORIES, KEEPING_METHODS
+    from devlint.analysis.placement import FACTORIES, KEEPING_METHODS
 
     if depth > MAX_DEPTH:
         return False
@@ -260,10 +260,10 @@ def on_run_device(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) ->
     return False
 
 
-def last_binding(ctx: FileContext, name: cst.Name):
+def last_binding(ctx: FileFacts, name: cst.Name):
     """The binding of `name` that its read sees: a plain assignment in its own scope that certainly ran
     (the last one before the read, dominating it, none later in a loop around both), else None."""
-    from devlint.rules._device import _deleted, _dominates, _source_order
+    from devlint.analysis.flow import _deleted, _dominates, _source_order
 
     if name.value in ("self", "cls") or any(
         item.name.value == name.value for kind in (cst.Global, cst.Nonlocal)
@@ -294,7 +294,7 @@ def last_binding(ctx: FileContext, name: cst.Name):
     return last if _dominates(ctx, last, name) else None
 
 
-def untouched(ctx: FileContext, use: cst.Name, assignment, depth: int = 0) -> bool:
+def untouched(ctx: FileFacts, use: cst.Name, assignment, depth: int = 0) -> bool:
     """Can nothing have moved the tensor bound by `assignment` in place before `use` reads it? Also
     checks the name its value was moved from (`y = x.cuda()`: `y` may be `x` itself)."""
     for access in assignment.references:
@@ -310,7 +310,7 @@ def untouched(ctx: FileContext, use: cst.Name, assignment, depth: int = 0) -> bo
     return True
 
 
-def _before(ctx: FileContext, node: cst.CSTNode, use: cst.CSTNode) -> bool:
+def _before(ctx: FileFacts, node: cst.CSTNode, use: cst.CSTNode) -> bool:
     """May `node` run before `use` does (earlier in the file, or in a loop around both)?"""
     at, used = ctx.positions.get(node), ctx.positions.get(use)
     if at is None or used is None:
@@ -325,7 +325,7 @@ def _receiver_root(value: cst.BaseExpression) -> cst.BaseExpression:
     return value
 
 
-def _reads_only(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _reads_only(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """Does this read of a tensor leave it where it is (and make no alias that could move it)?"""
     child, parent = node, ctx.parent(node)
     while isinstance(parent, cst.Attribute) and parent.value is child:  # `y.data`, `y.data.cpu`
@@ -352,7 +352,7 @@ def _reads_only(ctx: FileContext, node: cst.CSTNode) -> bool:
     return False
 
 
-def _reading_call(ctx: FileContext, call: cst.CSTNode) -> bool:
+def _reading_call(ctx: FileFacts, call: cst.CSTNode) -> bool:
     """A torch function (none moves its arguments in place, `set_` aside) or a builtin that only reads."""
     if not isinstance(call, cst.Call):
         return False
@@ -363,7 +363,7 @@ def _reading_call(ctx: FileContext, call: cst.CSTNode) -> bool:
 
 
 # -- `self.device` -----------------------------------------------------------------------------------------
-def self_device_failure(ctx: FileContext, cls: cst.ClassDef, init: cst.FunctionDef, first: cst.CSTNode,
+def self_device_failure(ctx: FileFacts, cls: cst.ClassDef, init: cst.FunctionDef, first: cst.CSTNode,
                         name: str) -> str | None:
     """Why `self.<name>`, set by the statement `first` of `init`'s body, may be unset or not the run's
     device when a method of `cls` reads it; None when neither can happen."""
@@ -401,12 +401,12 @@ def self_device_failure(ctx: FileContext, cls: cst.ClassDef, init: cst.FunctionD
     return None
 
 
-def _line(ctx: FileContext, node: cst.CSTNode) -> str:
+def _line(ctx: FileFacts, node: cst.CSTNode) -> str:
     position = ctx.positions.get(node)
     return "" if position is None else f" (line {position.start.line})"
 
 
-def _may_reach(ctx: FileContext, statement: cst.CSTNode, receiver: str, members: set[str]) -> bool:
+def _may_reach(ctx: FileFacts, statement: cst.CSTNode, receiver: str, members: set[str]) -> bool:
     """Could `statement` (in `__init__`, before the attribute is set) run a method of the object, or end
     `__init__` early? Only `super().__init__(...)` of a plain base, and `self.x = <value without self>`
     (`x` not a property of the class: its setter would run) or statements that do not mention `self`,
@@ -435,7 +435,7 @@ def _may_reach(ctx: FileContext, statement: cst.CSTNode, receiver: str, members:
     return True
 
 
-def _is_plain_super_init(ctx: FileContext, statement: cst.CSTNode, receiver: str) -> bool:
+def _is_plain_super_init(ctx: FileFacts, statement: cst.CSTNode, receiver: str) -> bool:
     """`super().__init__(...)`, `super(C, self).__init__(...)` or `nn.Module.__init__(self, ...)` with
     arguments that do not mention the object (the bases are checked to be `nn.Module`/`object`)."""
     from devlint.syntax import walk

@@ -1,12 +1,12 @@
 """Where does a value live: on the CPU, on the run's device, or we cannot tell?
 
-The placement fact, beside the tensor/module kinds of `_kinds.py`. Fixes ask it before they call
+The placement fact, beside the tensor/module kinds of `devlint/analysis/kinds.py`. Fixes ask it before they call
 themselves safe (DL002: is a loaded value used as CPU data? was a checkpoint saved from CPU values?),
 and so may DL003/DL010/DL011 (a `.numpy()` of a value that lives on the device).
 
 API
 ---
-`placement(ctx)` returns the file's one `Placement` (built on first use and kept on the context):
+`placement(ctx)` returns the file's one `Placement` (built on first use and kept in the file's memo, devlint.facts):
 
 `Placement.of(expr) -> Place`
     where the value of `expr` lives where `expr` is evaluated.
@@ -19,7 +19,7 @@ API
 `Placement.saved_on_cpu(path) -> bool`
     every writer found of the file at `path` wrote values that live on the CPU (a `torch.save` of this
     file, a function that saves its path parameter, a pytest fixture that returns the path:
-    devlint.rules._origins): loading it cannot need CUDA.
+    devlint.analysis.origins): loading it cannot need CUDA.
 
 Place
 -----
@@ -46,12 +46,12 @@ every in-place move that may reach it: `model.to(device)` / `model.cuda()` on th
 the use (the last one that certainly ran decides; one on a branch, in a loop or in another scope joins),
 and, once the object escapes (passed to a call other than `torch.save`/`print`, stored, put in a
 container, returned), a move of anything that may alias it (a parameter, an attribute, a name bound
-from another name; not a new module such as `nn.Linear(3, 1).cuda()`). Tensors (by `_kinds`) do not
+from another name; not a new module such as `nn.Linear(3, 1).cuda()`). Tensors (by `kinds`) do not
 move in place.
 
 Every recursive step goes through `Placement._step`, memoised per node with a set of steps in
 progress: a step that needs itself again (`x = x`, `a = b; b = a`) gets UNKNOWN there, and an answer
-that rests on such a cut is kept only until the outermost question is answered (as in `_kinds.py`).
+that rests on such a cut is kept only until the outermost question is answered (as in `devlint/analysis/kinds.py`).
 """
 
 from __future__ import annotations
@@ -61,10 +61,11 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.context import FileContext
-from devlint.rules._fixtures import fixture_place
-from devlint.rules._kinds import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
-from devlint.rules._origins import instance_place, written_on_cpu
+from devlint.facts import FileFacts
+from devlint.analysis.kinds import kinds_of
+from devlint.analysis.vocabulary import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
+from devlint.analysis.fixtures import fixture_of, function_scoped, returned_values
+from devlint.analysis.origins import instance_place, written_on_cpu
 from devlint.syntax import dotted_name, find_arg, name_words, string_value, walk
 
 
@@ -110,13 +111,12 @@ DEVICE_WORDS = frozenset({"device", "dev", "gpu", "cuda", "devices"})
 MAX_DEPTH = 100
 
 
-def placement(ctx: FileContext) -> "Placement":
-    """The file's placement analysis, built once per context."""
-    found = getattr(ctx, "_devlint_placement", None)
-    if found is None:
-        found = Placement(ctx)
-        setattr(ctx, "_devlint_placement", found)
-    return found
+def placement_of(facts: FileFacts) -> "Placement":
+    """The file's placement analysis, built once per file."""
+    return facts.memoised(Placement, Placement)
+
+
+placement = placement_of  # (the name the rules and tests call it by)
 
 
 def join(places) -> Place:
@@ -138,7 +138,7 @@ def _is_literal(expr: cst.CSTNode) -> bool:
 
 
 class Placement:
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         self.ctx = ctx
         self._memo: dict[tuple, object] = {}
         self._provisional: dict[tuple, object] = {}
@@ -319,7 +319,7 @@ class Placement:
             if given is not None:
                 return self._device_argument(given)
             return UNKNOWN if func.value in self._moving_classes else CPU
-        if self.ctx.kinds.of(func) is MODULE:
+        if kinds_of(self.ctx).of(func) is MODULE:
             # `model(x)`: the output lives where the module and its inputs do
             return join([self.of(func)] + [self.of(a.value) for a in call.args if not _is_literal(a.value)])
         return instance_place(self.ctx, call) or UNKNOWN  # (an instance of a class that moves nothing)
@@ -346,7 +346,7 @@ class Placement:
         if not positional:
             return before if all(a.keyword is not None for a in call.args) else UNKNOWN
         first = positional[0].value
-        if self.ctx.kinds.of(first) is TENSOR:
+        if kinds_of(self.ctx).of(first) is TENSOR:
             return self.of(first)  # `x.to(other)`: where other lives
         found = self.target(first)
         return before if found is None else found
@@ -361,7 +361,7 @@ class Placement:
 
     @property
     def _local_module_classes(self) -> set[str]:
-        return self.ctx.kinds._module_classes  # (classes of this file that subclass nn.Module)
+        return kinds_of(self.ctx)._module_classes  # (classes of this file that subclass nn.Module)
 
     @cached_property
     def _moving_classes(self) -> set[str]:
@@ -401,7 +401,7 @@ class Placement:
         places = []
         for assignment in chosen:
             moves = (self._moves_reaching(name, assignment, same_scope=assignment.scope is scope)
-                     if self.ctx.kinds.of(name) is not TENSOR else [])
+                     if kinds_of(self.ctx).of(name) is not TENSOR else [])
             # the last move that certainly ran between the binding and the use decides; any other may have
             dominating = [(position, place) for place, position, certain in moves if certain]
             places.append(max(dominating, key=lambda m: m[0])[1] if dominating else self._binding(assignment.node))
@@ -504,7 +504,7 @@ class Placement:
             if not (isinstance(func, cst.Attribute) and func.attr.value in MOVES):
                 continue
             receiver = func.value
-            if self.ctx.is_imported_module(receiver) or self.ctx.kinds.of(receiver) is TENSOR:
+            if self.ctx.is_imported_module(receiver) or kinds_of(self.ctx).of(receiver) is TENSOR:
                 continue
             if func.attr.value == "cuda":
                 place = DEVICE
@@ -532,6 +532,21 @@ class Placement:
         """Where a binding takes effect (a parameter: before everything in its function)."""
         return (0, 0) if isinstance(node, cst.Param) else self.ctx.effective_position(node)
 
-    # -- saved files: devlint.rules._origins -------------------------------------------------------------
+    # -- saved files: devlint.analysis.origins -------------------------------------------------------------
     def saved_on_cpu(self, path: cst.CSTNode) -> bool:
         return self._step(("saved", path), lambda: written_on_cpu(self.ctx, path), on_cycle=False)
+
+
+def fixture_place(ctx: FileFacts, param: cst.Param):
+    """Where the value a test's parameter receives from a fixture built anew for
+    each test lives; UNKNOWN without one (a fixture shared between tests may have been moved by another)."""
+    fixture = fixture_of(ctx, param)
+    if fixture is None:
+        return UNKNOWN
+    if fixture.definition is None:
+        place = getattr(fixture.facts, "place", None)
+        return CPU if place == "cpu" else DEVICE if place == "device" else UNKNOWN
+    values = returned_values(fixture.definition)
+    if not values or not function_scoped(ctx, fixture.definition):
+        return UNKNOWN
+    return join(placement(ctx).of(v) for v in values)

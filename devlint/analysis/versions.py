@@ -36,8 +36,8 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.context import FileContext
-from devlint.rules._conditions import NOTHING, Implications, assigned_values, flip
+from devlint.facts import FileFacts
+from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
 OLD = (True, False)  # (truth means old torch, falsity means old torch)
@@ -77,7 +77,7 @@ class VersionGates(Implications):
     """Answers `old_torch_only(node)` for one file; `implies(condition)` is (truth means old torch,
     falsity means old torch)."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileFacts) -> None:
         super().__init__(ctx)
         self._memo: dict[str, tuple[bool, bool]] = {}
         self._version_memo: dict[str, bool] = {}

@@ -2,7 +2,7 @@
 placement (a module-level definition that queries CUDA would run at their import), whatever its
 `if __name__ == "__main__":` block says.
 
-The project is the folder the index already takes for its root (devlint.project: the nearest folder
+The project is the folder the index already takes for its root (devlint.analysis.project: the nearest folder
 above holding `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`; without one, the top package's
 folder and only the packages below it). Once per process and root, its `.py` files are listed
 (hidden folders, `__pycache__`, `node_modules` and `site-packages` left out) and the names each imports read with a regular expression (any import
@@ -20,7 +20,7 @@ import re
 
 from devlint import depends
 from devlint.identifiers import identifier
-from devlint.project import _ROOT_MARKERS, ProjectIndex, ProjectView, digest
+from devlint.analysis.project import _ROOT_MARKERS, ProjectIndex, ProjectView, digest
 
 MAX_FILES = 10_000
 MAX_BYTES = 4 * 1024 * 1024

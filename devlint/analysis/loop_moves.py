@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import FileContext, target_names
-from devlint.rules._kinds import TENSOR
+from devlint.analysis.kinds import kinds_of
+from devlint.facts import FileFacts, target_names
+from devlint.analysis.kinds import TENSOR
 from devlint.syntax import dotted_name, walk
 
 _OPERATIONS = (cst.BinaryOperation, cst.UnaryOperation)
@@ -27,7 +28,7 @@ _MEMBERS = frozenset({"parameters", "buffers", "named_parameters", "named_buffer
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
-def is_temporary(ctx: FileContext, root: cst.BaseExpression) -> bool:
+def is_temporary(ctx: FileFacts, root: cst.BaseExpression) -> bool:
     """A value no name holds: a call's result (not a method of a tensor a name or attribute holds), or
     arithmetic on values. `root` is the receiver under the chain of moves."""
     if isinstance(root, _OPERATIONS):
@@ -36,11 +37,11 @@ def is_temporary(ctx: FileContext, root: cst.BaseExpression) -> bool:
         return False
     func = root.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Attribute, cst.Subscript)):
-        return ctx.kinds.of(func.value) is not TENSOR  # `x.contiguous()`: x was meant to move
+        return kinds_of(ctx).of(func.value) is not TENSOR  # `x.contiguous()`: x was meant to move
     return True
 
 
-def enclosing_loop(ctx: FileContext, name: cst.Name) -> cst.For | None:
+def enclosing_loop(ctx: FileFacts, name: cst.Name) -> cst.For | None:
     """The innermost `for` statement of the same scope whose target binds `name` and whose body holds it."""
     child: cst.CSTNode = name
     for ancestor in ctx.ancestors(name):
@@ -53,7 +54,7 @@ def enclosing_loop(ctx: FileContext, name: cst.Name) -> cst.For | None:
     return None
 
 
-def iteration_failure(ctx: FileContext, loop: cst.For, statement: cst.CSTNode, name: str) -> str | None:
+def iteration_failure(ctx: FileFacts, loop: cst.For, statement: cst.CSTNode, name: str) -> str | None:
     """None when re-binding the loop variable `name` at `statement` (in `loop`'s body) stays inside the
     iteration and the moved value is what the rest of the iteration reads; else why not, for the title."""
     end = ctx.span(statement)[1]
@@ -92,12 +93,12 @@ def _module_members(iterable: cst.BaseExpression) -> str | None:
     return None
 
 
-def _after(ctx: FileContext, node: cst.CSTNode, end) -> bool:
+def _after(ctx: FileFacts, node: cst.CSTNode, end) -> bool:
     start = ctx.span(node)[0]
     return (start.line, start.column) >= (end.line, end.column)
 
 
-def _outermost_loop(ctx: FileContext, loop: cst.For, scope: cst.CSTNode) -> cst.CSTNode | None:
+def _outermost_loop(ctx: FileFacts, loop: cst.For, scope: cst.CSTNode) -> cst.CSTNode | None:
     """The outermost loop of the scope around `loop`: its later passes run `loop` again."""
     outer = None
     for ancestor in ctx.ancestors(loop):
@@ -108,7 +109,7 @@ def _outermost_loop(ctx: FileContext, loop: cst.For, scope: cst.CSTNode) -> cst.
     return outer
 
 
-def _outside_mentions(ctx: FileContext, loop: cst.For, scope: cst.CSTNode, outer, names: set[str]):
+def _outside_mentions(ctx: FileFacts, loop: cst.For, scope: cst.CSTNode, outer, names: set[str]):
     """Mentions (names, or dotted attributes) of `names` that may run after a pass of `loop`: after the
     loop in the scope (its `else:` included), or anywhere in a loop around it outside it."""
     if not names:
@@ -129,7 +130,7 @@ def _outside_mentions(ctx: FileContext, loop: cst.For, scope: cst.CSTNode, outer
             yield node
 
 
-def _is_store(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _is_store(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """`x = ...`, `a, x = ...`, `for x in ...`: a new binding, not a read."""
     child = node
     for ancestor in ctx.ancestors(node):
@@ -142,16 +143,16 @@ def _is_store(ctx: FileContext, node: cst.CSTNode) -> bool:
     return False
 
 
-def _local_elsewhere(ctx: FileContext, name: cst.Name, loop: cst.For) -> bool:
+def _local_elsewhere(ctx: FileFacts, name: cst.Name, loop: cst.For) -> bool:
     scope, own = ctx.scope(name), ctx.scope(loop)
     return scope is not None and own is not None and scope is not own and bool(scope.assignments[name.value])
 
 
-def _within(ctx: FileContext, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+def _within(ctx: FileFacts, node: cst.CSTNode, container: cst.CSTNode) -> bool:
     return any(a is container for a in ctx.ancestors(node))
 
 
-def _rebound_first(ctx: FileContext, mention: cst.CSTNode, name: str, loop: cst.For) -> bool:
+def _rebound_first(ctx: FileFacts, mention: cst.CSTNode, name: str, loop: cst.For) -> bool:
     """Is `mention` the target of another `for` over `name`, or inside such a loop's body (it reads that
     loop's binding, not the one left by `loop`)?"""
     child = mention
@@ -192,12 +193,12 @@ def _container_names(iterable: cst.BaseExpression) -> set[str]:
     return names
 
 
-def _container_text(ctx: FileContext, loop: cst.For) -> str:
+def _container_text(ctx: FileFacts, loop: cst.For) -> str:
     text = " ".join(ctx.code(loop.iter).split())
     return f"`{text}`" if len(text) <= 40 else "the iterated container"
 
 
-def _in_len(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _in_len(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """`len(container)` (or `len(container.dataset)`): its size, not its items."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, cst.Call):

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import FileContext, target_names
+from devlint.facts import FileFacts, target_names
 from devlint.syntax import dotted_name
 
 _TERMINAL = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)
 
 
-def bound_on_every_path(ctx: FileContext, use: cst.CSTNode, assignments) -> bool:
+def bound_on_every_path(ctx: FileFacts, use: cst.CSTNode, assignments) -> bool:
     """Does a statement that runs before `use` (an earlier one of a block that holds it) bind the name
     on every path through it, by one of `assignments` (the bindings the use's scope sees)?"""
     targets = {id(a.node) for a in assignments}
@@ -82,10 +82,10 @@ def _small_binds(small: cst.BaseSmallStatement, targets: set[int]) -> bool:
     return False
 
 
-def branch_run_device(ctx: FileContext, node: cst.CSTNode, value: cst.BaseExpression) -> bool:
+def branch_run_device(ctx: FileFacts, node: cst.CSTNode, value: cst.BaseExpression) -> bool:
     """Is `value`, bound at `node`, the run's device because of the `if torch.cuda.is_available():`
     side it is on (the CUDA device on the CUDA side, a device other than CUDA on the other)?"""
-    from devlint.rules._derived import (_AVAILABLE, _branches, _cuda_literal, _is_availability_test, _not_cuda,
+    from devlint.analysis.derived import (_AVAILABLE, _branches, _cuda_literal, _is_availability_test, _not_cuda,
                                         run_device_value)
 
     child: cst.CSTNode = node
@@ -102,11 +102,11 @@ def branch_run_device(ctx: FileContext, node: cst.CSTNode, value: cst.BaseExpres
     return False
 
 
-def branch_may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:
+def branch_may_be_run_device(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """For an unsafe fix (`_derived.may_be_run_device`, looser): a device bound on one branch of an
     `if` whose other branch binds the same name to what may be the run's device, as the conditional
     expression `torch.device("cpu") if args.cpu else torch.device("cuda")` may be."""
-    from devlint.rules._derived import holds_a_device, may_be_run_device
+    from devlint.analysis.derived import holds_a_device, may_be_run_device
 
     if not isinstance(node, cst.Name) or not holds_a_device(ctx, node):
         return False
@@ -128,7 +128,7 @@ def branch_may_be_run_device(ctx: FileContext, node: cst.CSTNode) -> bool:
 def _literals_allow_the_gpu(values) -> bool:
     """As `_derived` judges `a if c else b`: the device literals of both branches together must name the
     GPU `.cuda()` used (`"cuda"`, `"cuda:0"`) if they name any, and never another GPU."""
-    from devlint.rules._derived import _CUDA_LITERALS, _strings
+    from devlint.analysis.derived import _CUDA_LITERALS, _strings
     from devlint.syntax import string_value
 
     literals = [t.strip().lower() for v in values if v is not None

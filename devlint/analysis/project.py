@@ -23,7 +23,7 @@ A name bound more than once at the top of its file, or by anything else, is unkn
 Only the files a lookup needs are read, lazily, each parsed once per process (re-read when its size or
 modification time changes): a file checked alone (pre-commit, stdin, an editor) sees the same facts as
 in a whole-tree run, and each worker process builds its own index as it goes. The index is plain data
-(no LibCST); the kinds inference (devlint.rules._kinds) asks it through a `ProjectView`, which records
+(no LibCST); the kinds inference (devlint.analysis.kinds) asks it through a `ProjectView`, which records
 the files (and the digests of the contents) whose facts the answers used, and everything it looked at
 on the way, found or not (devlint.depends): the result cache stores them with the file's result and
 checks the file again when one of them changes.
@@ -32,10 +32,11 @@ checks the file again when one of them changes.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from devlint.analysis.class_moves import allowed_base
 from devlint import depends
-from devlint.class_moves import allowed_base, class_moves
+from devlint.analysis.project_files import FileFacts, FunctionFacts, summarise_file
 from devlint.depends import digest  # noqa: F401  (the digest dependencies are recorded with)
 
 # How many lookups may be in progress at once (re-exports, base classes, returns of returns).
@@ -43,267 +44,6 @@ MAX_DEPTH = 40
 TENSOR, MODULE = "tensor", "module"
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 _ONLY_EXTERNAL = frozenset({"torch"})
-
-
-# -- what one file says, read with `ast` ---------------------------------------------------------------
-@dataclass(frozen=True)
-class ClassFacts:
-    bases: tuple  # dotted text of each positional base (`nn.Module`, `base.Net`), None when not dotted
-    defines_cuda: bool
-    # names the class binds (body, methods, `self.x = ...`, literal `register_buffer` names); "*" when it
-    # may bind any (a `__getattr__`, `setattr(self, name, ...)`, a keyword base such as a metaclass)
-    members: frozenset = frozenset()
-    moves: bool = True  # a method moves, places or loads something (devlint.class_moves)
-
-
-@dataclass(frozen=True)
-class FunctionFacts:
-    returns: tuple | None  # the terms of its returns (see _term); None: unknown (generator, decorator, ...)
-    decorators: tuple = ()  # dotted text of each decorator
-
-
-@dataclass
-class FileFacts:
-    path: str
-    digest: str
-    module: str | None  # dotted module name from the package chain (`pkg.models`), None outside packages
-    # top-level name -> ("class", ClassFacts) | ("function", FunctionFacts) | ("import", qualified)
-    #                 | ("value", term) | ("other",)
-    names: dict = field(default_factory=dict)
-    star_imports: tuple = ()  # qualified modules of `from X import *`
-
-
-def summarise_file(path: str, data: bytes, module: str | None) -> FileFacts | None:
-    import ast
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None
-    facts = FileFacts(path, digest(data), module)
-    stars: list[str] = []
-
-    def bind(name: str, fact: tuple) -> None:
-        facts.names[name] = ("other",) if name in facts.names else fact
-
-    def statements(body):
-        for node in body:
-            yield node
-            if isinstance(node, (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)) \
-                    or type(node).__name__ == "TryStar":
-                for part in ("body", "orelse", "finalbody"):
-                    yield from statements(getattr(node, part, ()))
-                for handler in getattr(node, "handlers", ()):
-                    yield from statements(handler.body)
-            elif type(node).__name__ == "Match":
-                for case in node.cases:
-                    yield from statements(case.body)
-
-    for node in statements(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname is not None:
-                    bind(alias.asname, ("import", alias.name))
-                else:
-                    root = alias.name.split(".")[0]
-                    bind(root, ("import", root))
-        elif isinstance(node, ast.ImportFrom):
-            source = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name == "*":
-                    stars.append(source)
-                    continue
-                qualified = f"{source}{alias.name}" if source.endswith(".") else f"{source}.{alias.name}"
-                bind(alias.asname or alias.name, ("import", qualified))
-        elif isinstance(node, ast.ClassDef):
-            bases = tuple(_dotted(b) for b in node.bases)
-            bind(node.name, ("class", ClassFacts(bases, _defines_cuda(node), class_members(node), class_moves(node))))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            bind(node.name, ("function", _function_facts(node)))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in _target_names(target):
-                    simple = len(targets) == 1 and isinstance(target, ast.Name) and node.value is not None
-                    bind(name, ("value", _term(node.value, {}, 0)) if simple else ("other",))
-        else:
-            for child in ast.walk(node) if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.With,
-                                                            ast.AsyncWith, ast.Delete)) else ():
-                if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-                    bind(child.id, ("other",))
-    # walrus and other exotic module-level bindings: anything stored that is not yet known
-    for node in statements(tree.body):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for child in ast.walk(node):
-            if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
-                facts.names[child.target.id] = ("other",)
-    facts.star_imports = tuple(stars)
-    return facts
-
-
-def _dotted(node) -> str | None:
-    import ast
-
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _target_names(target) -> list[str]:
-    import ast
-
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for element in target.elts for n in _target_names(element)]
-    if isinstance(target, ast.Starred):
-        return _target_names(target.value)
-    return []
-
-
-def _defines_cuda(cls) -> bool:
-    """Does the class body define `cuda` other than as `return super().cuda(...)`?"""
-    import ast
-
-    for node in cls.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "cuda":
-            if not _only_calls_super(node):
-                return True
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any("cuda" in _target_names(t) for t in targets):
-                return True
-    return False
-
-
-def class_members(cls) -> frozenset:
-    """The names an `ast.ClassDef` binds on its instances (see ClassFacts.members)."""
-    import ast
-
-    found: set[str] = set()
-    if cls.keywords:
-        found.add("*")
-    for node in cls.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                found.update(_target_names(target))
-    if found & {"__getattr__", "__getattribute__", "__setattr__"}:
-        found.add("*")
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) \
-                and node.value.id == "self":
-            found.add(node.attr)
-        elif isinstance(node, ast.Call) and node.args:
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            key = node.args[1] if name == "setattr" and len(node.args) > 1 else node.args[0]
-            if name in ("setattr", "register_buffer", "register_parameter", "add_module", "register_module"):
-                literal = isinstance(key, ast.Constant) and isinstance(key.value, str)
-                found.add(key.value if literal else "*")
-    return frozenset(found)
-
-
-def _only_calls_super(function) -> bool:
-    import ast
-
-    meaningful = [s for s in function.body if not (isinstance(s, ast.Pass) or isinstance(s, ast.Expr)
-                                                  and isinstance(s.value, ast.Constant)
-                                                  and isinstance(s.value.value, str))]
-    if len(meaningful) != 1 or not isinstance(meaningful[0], ast.Return):
-        return False
-    value = meaningful[0].value
-    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "cuda"
-            and isinstance(value.func.value, ast.Call) and isinstance(value.func.value.func, ast.Name)
-            and value.func.value.func.id == "super")
-
-
-def _function_facts(function) -> FunctionFacts:
-    import ast
-
-    decorators = tuple(_dotted(d.func if isinstance(d, ast.Call) else d) for d in function.decorator_list)
-    if isinstance(function, ast.AsyncFunctionDef):
-        return FunctionFacts(None, decorators)
-    returns: list = []
-    assigned: dict[str, list] = {}
-    other_locals: set[str] = {a.arg for a in function.args.args + function.args.posonlyargs
-                              + function.args.kwonlyargs}
-    other_locals.update(a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None)
-    stack = list(function.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            if not isinstance(node, ast.Lambda):
-                other_locals.add(node.name)
-            continue  # (their returns and yields are their own)
-        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
-            return FunctionFacts(None, decorators)
-        if isinstance(node, ast.Return):
-            returns.append(node.value)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            assigned.setdefault(node.targets[0].id, []).append(node.value)
-            stack.append(node.value)
-            continue
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            assigned.setdefault(node.target.id, []).append(node.value)
-            stack.append(node.value)
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            other_locals.add(node.id)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            other_locals.update(node.names)
-        elif isinstance(node, ast.alias):
-            other_locals.add((node.asname or node.name).split(".")[0])
-        stack.extend(ast.iter_child_nodes(node))
-    local = {name: values for name, values in assigned.items() if name not in other_locals}
-    for name in assigned:
-        if name in other_locals:
-            local[name] = None  # (also bound by a loop, `with`, an import...: unknown)
-    terms = []
-    for value in returns:
-        if value is None or (isinstance(value, ast.Constant) and value.value is None):
-            continue
-        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == function.name):
-            continue  # (a direct recursive call returns what the other returns do)
-        terms.append(_term(value, {**{p: None for p in other_locals}, **local}, 0, function.name))
-    return FunctionFacts(tuple(terms) if terms else None, decorators)
-
-
-def _term(expr, local: dict, depth: int, own: str | None = None):
-    """A symbolic value: ("call", dotted) of a name resolved in the file, ("method", term, name),
-    ("name", dotted) of a module-level name, ("any", terms) for a local name's assignments, or None."""
-    import ast
-
-    if depth > 8 or expr is None:
-        return None
-    if isinstance(expr, ast.Call):
-        func = expr.func
-        dotted = _dotted(func)
-        if dotted is not None and dotted.split(".")[0] not in local:
-            return ("call", dotted)
-        if isinstance(func, ast.Attribute):
-            inner = _term(func.value, local, depth + 1, own)
-            return None if inner is None else ("method", inner, func.attr)
-        return None
-    if isinstance(expr, ast.Name):
-        if expr.id in local:
-            values = local[expr.id]
-            if values is None:
-                return None
-            terms = tuple(_term(v, {**local, expr.id: None}, depth + 1, own) for v in values)
-            return None if not terms or None in terms else ("any", terms)
-        return ("name", expr.id)
-    return None
 
 
 # -- the index -----------------------------------------------------------------------------------------
@@ -325,7 +65,7 @@ class ProjectIndex:
     def __init__(self) -> None:
         self._files: dict[str, tuple[tuple, FileFacts | None, str]] = {}
         self._probes: dict[str, bool] = {}
-        # The project's files and what each imports (devlint.importers), listed once per run.
+        # The project's files and what each imports (devlint.analysis.importers), listed once per run.
         self.listings: dict[str, list | None] = {}
         # An editor's unsaved text by path (devlint.server): read in place of the disk's bytes.
         self.buffers: dict[str, bytes] = {}
@@ -458,6 +198,7 @@ def forget_probes() -> None:
         _INDEX.listings.clear()
 
 
+
 def set_buffer(path: str, data: bytes | None) -> None:
     """The language server's hook: `path`'s facts come from an open editor buffer's `data` (None: from
     the disk again, when the buffer is closed)."""
@@ -471,7 +212,7 @@ def set_buffer(path: str, data: bytes | None) -> None:
 class ProjectView:
     """What one checked file may ask the index; records the files whose facts answered.
 
-    `vocabulary` knows the world outside the project (devlint.rules._kinds.VOCABULARY):
+    `vocabulary` knows the world outside the project (devlint.analysis.kinds.VOCABULARY):
     `call_kind(name)` ("tensor", "module" or None: what calling `torch.zeros`, `torch.nn.Linear`
     returns), `is_module_base(name)`, `transparent(decorator)`, and the sets `tensor_methods` (a
     tensor's methods that return a tensor) and `module_methods` (a module's that return itself).
@@ -728,7 +469,7 @@ class ProjectView:
         return (target.path, target.name) if fact is not None and fact[0] == "function" else None
 
     def class_moves_nothing(self, qualified: str) -> bool:
-        """Is the name a project class that, with its bases, moves nothing to a device (devlint.class_moves)?"""
+        """Is the name a project class that, with its bases, moves nothing to a device (devlint.analysis.class_moves)?"""
         ref = self.class_of(qualified)
         return ref is not None and self._guard(("still", ref), lambda: self._still(ref)) is True
 

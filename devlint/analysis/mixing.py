@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.context import FileContext
-from devlint.rules._kinds import TENSOR_METHODS
-from devlint.rules._module_classes import inside, module_classes
+from devlint.facts import FileFacts
+from devlint.analysis.vocabulary import TENSOR_METHODS
+from devlint.analysis.module_classes import inside, module_classes
 from devlint.syntax import descendants, is_none, string_value
 
 # Tensor methods whose result lives where the receiver does.
@@ -51,7 +51,7 @@ def may_call_a_factory(summary, factories) -> bool:
         bool(summary.name_calls & summary.torch_names) and bool(summary.torch_imports & names))
 
 
-def moved_at_use(ctx: FileContext, node: cst.CSTNode) -> bool:
+def moved_at_use(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """Is `node` (after what keeps its device) the receiver of a move (`.to(...)`, `.type_as(x)`, `.cuda()`)?"""
     top = _keeping_top(ctx, node)
     parent = ctx.parent(top)
@@ -59,7 +59,7 @@ def moved_at_use(ctx: FileContext, node: cst.CSTNode) -> bool:
             and isinstance(ctx.parent(parent), cst.Call))
 
 
-def meets_module_tensor(ctx: FileContext, node: cst.CSTNode, function: cst.FunctionDef, depth: int = 0) -> bool:
+def meets_module_tensor(ctx: FileFacts, node: cst.CSTNode, function: cst.FunctionDef, depth: int = 0) -> bool:
     """Does the tensor at `node` meet, in `function`, a tensor of the module's computation (see above)?"""
     if depth > MAX_DEPTH:
         return False
@@ -114,7 +114,7 @@ def meets_module_tensor(ctx: FileContext, node: cst.CSTNode, function: cst.Funct
     return False
 
 
-def _keeping_top(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode:
+def _keeping_top(ctx: FileFacts, node: cst.CSTNode) -> cst.CSTNode:
     """The outermost expression around `node` that keeps its device: `t[i]`, `t.float()`, `-t`, `(t)`."""
     current = node
     while True:
@@ -135,13 +135,13 @@ def _keeping_top(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode:
             return current
 
 
-def _takes_no_tensor(ctx: FileContext, attribute: cst.Attribute) -> bool:
+def _takes_no_tensor(ctx: FileFacts, attribute: cst.Attribute) -> bool:
     """`t.float()`, `t.contiguous()`: a method call without arguments, so nothing else meets `t` there."""
     call = ctx.parent(attribute)
     return isinstance(call, cst.Call) and call.func is attribute and not call.args
 
 
-def _later_reads(ctx: FileContext, target: cst.Name, function: cst.FunctionDef) -> list[cst.Name]:
+def _later_reads(ctx: FileFacts, target: cst.Name, function: cst.FunctionDef) -> list[cst.Name]:
     """Reads of the local `target` in `function` after its binding (none if the name is bound twice)."""
     sites = [s for s in ctx.binding_sites.get(target.value, ()) if ctx.enclosing(s, cst.FunctionDef) is function]
     if len(sites) != 1:
@@ -158,7 +158,7 @@ def _later_reads(ctx: FileContext, target: cst.Name, function: cst.FunctionDef) 
     return reads
 
 
-def _is_torch_function(ctx: FileContext, call: cst.Call) -> bool:
+def _is_torch_function(ctx: FileFacts, call: cst.Call) -> bool:
     names = ctx.qualified_names(call.func)
     return any(n.startswith("torch.") and not n.startswith(("torch.cuda.", "torch.distributed.", "torch.jit."))
                and n.rsplit(".", 1)[-1] not in _NOT_MIXING for n in names)
@@ -170,7 +170,7 @@ _NOT_MIXING = frozenset({"is_tensor", "numel", "save", "load", "manual_seed", "d
                          "full_like", "rand_like", "randn_like", "Tensor", "Parameter", "Buffer", "broadcast_shapes"})
 
 
-def _is_submodule(ctx: FileContext, func: cst.BaseExpression) -> bool:
+def _is_submodule(ctx: FileFacts, func: cst.BaseExpression) -> bool:
     """`self.proj(...)`, `self.blocks[i](...)`: a module of the model (it follows `model.to(device)`),
     known from what the class assigns to it: classes (`nn.Linear(...)`, `Block(...)`), never a function."""
     node = func
@@ -182,7 +182,7 @@ def _is_submodule(ctx: FileContext, func: cst.BaseExpression) -> bool:
     return bool(values) and all(_constructs_a_class(ctx, v) for v in values)
 
 
-def _constructs_a_class(ctx: FileContext, value: cst.BaseExpression) -> bool:
+def _constructs_a_class(ctx: FileFacts, value: cst.BaseExpression) -> bool:
     if not isinstance(value, cst.Call):
         return False
     if module_classes(ctx).instance_chain(value) is not None:
@@ -192,7 +192,7 @@ def _constructs_a_class(ctx: FileContext, value: cst.BaseExpression) -> bool:
     return last[:1].isupper() and not any(n.startswith("torch.") for n in ctx.qualified_names(value.func))
 
 
-def _tensor_attribute(ctx: FileContext, attr: cst.Attribute) -> bool:
+def _tensor_attribute(ctx: FileFacts, attr: cst.Attribute) -> bool:
     """`self.w` registered as a parameter or buffer (by a literal name, or assigned `nn.Parameter(...)`),
     or `self.proj.weight`: a tensor that follows `model.to(device)`."""
     if attr.attr.value in ("weight", "bias") and isinstance(attr.value, cst.Attribute):
@@ -210,7 +210,7 @@ def _tensor_attribute(ctx: FileContext, attr: cst.Attribute) -> bool:
         n.rsplit(".", 1)[-1] in ("Parameter", "Buffer") for n in ctx.qualified_names(v.func)) for v in values)
 
 
-def _follows_module(ctx: FileContext, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> bool:
+def _follows_module(ctx: FileFacts, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> bool:
     """Is `expr` a tensor of the module's computation: an input of `function` used as a tensor there
     (`x.shape`, `x.device`, `self.proj(x)`, an annotation), a submodule's output, a parameter or buffer
     of `self` (registered by a literal name, `nn.Parameter(...)`, `.weight`), a local bound only to such, or an op or method of one?
@@ -256,11 +256,11 @@ def _inputs(function: cst.FunctionDef) -> set[str]:
 _TENSOR_QUERIES = frozenset({"shape", "device", "dtype", "ndim", "size", "dim", "is_cuda", "numel"})
 
 
-def tensor_inputs(ctx: FileContext, function: cst.FunctionDef, strict: bool = False) -> set[str]:
+def tensor_inputs(ctx: FileFacts, function: cst.FunctionDef, strict: bool = False) -> set[str]:
     """Inputs of `function` it uses as tensors: annotated so, asked `.shape`/`.device`/`.size()`, given
     to a submodule or a torch op (not a factory), or (in `forward`, unless `strict`) neither annotated nor given a default other than
     None."""
-    cache = ctx.__dict__.setdefault("_devlint_tensor_inputs", {})
+    cache = ctx.memo.setdefault("devlint_tensor_inputs", {})
     if (function, strict) in cache:
         return cache[function, strict]
     inputs = _inputs(function)
@@ -284,7 +284,7 @@ def tensor_inputs(ctx: FileContext, function: cst.FunctionDef, strict: bool = Fa
     return found
 
 
-def submodule_inputs(ctx: FileContext, function: cst.FunctionDef) -> set[str]:
+def submodule_inputs(ctx: FileFacts, function: cst.FunctionDef) -> set[str]:
     """Inputs of `function` given as they are to a submodule there (`self.proj(x)`): on the model's device,
     or the method fails anyway."""
     inputs = _inputs(function)
@@ -292,13 +292,13 @@ def submodule_inputs(ctx: FileContext, function: cst.FunctionDef) -> set[str]:
             for a in call.args if isinstance(a.value, cst.Name) and a.value.value in inputs and a.keyword is None}
 
 
-def rebound(ctx: FileContext, function: cst.FunctionDef, name: str) -> bool:
+def rebound(ctx: FileFacts, function: cst.FunctionDef, name: str) -> bool:
     """Does `function` bind `name` other than as its parameter?"""
     return any(ctx.enclosing(s, cst.FunctionDef) is function for s in ctx.binding_sites.get(name, ())
                if not isinstance(s, cst.Param))
 
 
-def _local_follows(ctx: FileContext, name: cst.Name, function: cst.FunctionDef, depth: int,
+def _local_follows(ctx: FileFacts, name: cst.Name, function: cst.FunctionDef, depth: int,
                    is_input: bool = False) -> bool:
     """A local of `function` every binding of which is a tensor of the computation (`h = self.norm(x)`);
     an input counts as one (`x = x * self.scale`)."""
@@ -313,7 +313,7 @@ def _local_follows(ctx: FileContext, name: cst.Name, function: cst.FunctionDef, 
     return (bool(others) or is_input) and all(_follows_module(ctx, v, function, depth) for v in others)
 
 
-def _bound_value(ctx: FileContext, site: cst.CSTNode) -> cst.BaseExpression | None:
+def _bound_value(ctx: FileFacts, site: cst.CSTNode) -> cst.BaseExpression | None:
     """The value a name is bound to, or for `q, k = <value>` the value unpacked (its pieces share its device)."""
     value = ctx.assigned_value(site)
     if value is not None:
