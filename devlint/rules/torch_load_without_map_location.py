@@ -11,6 +11,7 @@ from devlint.rules._device import device_failure, device_reference, unproven_ref
 from devlint.rules._kinds import MODULE
 from devlint.rules._placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.rules._receivers import doubt
+from devlint.rules._round_trip import written_by_this_run
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
                             name_words, string_value, walk)
 
@@ -287,6 +288,8 @@ class TorchLoadWithoutMapLocation(Rule):
         path = find_arg(node, "f", 0)
         if path is not None and placement(self.ctx).saved_on_cpu(path.value):
             return  # this file wrote it from values on the CPU: it loads anywhere
+        if path is not None and written_by_this_run(self.ctx, node, path.value):
+            return  # saved earlier by this run (or a CPU cache of this function): its devices exist here
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
