@@ -29,6 +29,19 @@ CLEARED = {
                 sd = torch.load(p)
                 model.load_state_dict(sd)
     ''',
+    # ignite's param_scheduler: the path written and read as `.as_posix()` of one Path, loads nested later
+    "as_posix_round_trip": '''
+        import tempfile, torch
+        from pathlib import Path
+        def simulate(objs, schedulers):
+            with tempfile.TemporaryDirectory() as tmpdirname:
+                cache_filepath = Path(tmpdirname) / "cache.pt"
+                torch.save(objs, cache_filepath.as_posix())
+                for s in schedulers:
+                    s.step()
+                objs = torch.load(cache_filepath.as_posix(), weights_only=True)
+                return objs
+    ''',
     # the load nested in a later statement still runs after the save
     "load_in_later_branch": '''
         import torch
