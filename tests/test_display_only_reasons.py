@@ -106,7 +106,7 @@ CASES = [
      "`device` is a parameter whose default is None (line 2)"),
     # (no "torch is not imported" case for a reused device: a device is proven only through torch's names)
     ("dl006-torch-rebound", "DL006",
-     "from torch.cuda.amp import custom_fwd\ntorch = None\n@custom_fwd\ndef f(x):\n    return x\n",
+     "from torch.cuda.amp import custom_fwd\ntorch = None\n@custom_fwd(cast_inputs=float32)\ndef f(x):\n    return x\n",
      "`torch` names something other than the torch module here"),
 ]
 

@@ -183,7 +183,8 @@ INSTANCE = '''
 
 
     norm = Normalizer(3)
-    torch.save(norm, "norm.pt")
+    if save:  # (not a round trip: the file may come from an earlier run)
+        torch.save(norm, "norm.pt")
     norm = torch.load("norm.pt", weights_only=False)
 '''
 
@@ -201,7 +202,7 @@ def test_an_instance_of_a_class_that_moves_is_flagged(extra):
 
 def test_an_instance_built_from_unknown_values_is_flagged():
     source = INSTANCE.format(extra="").replace("Normalizer(3)", "Normalizer(features)")
-    assert _findings(source) == [("DL002", 13)]
+    assert _findings(source) == [("DL002", 14)]
 
 
 # -- fixtures as a source of kinds (DL003) ----------------------------------------------------------------------
@@ -320,7 +321,7 @@ def test_a_project_helper_that_writes_the_file_with_the_cache_on(project):
 def test_a_project_class_that_moves_nothing_with_the_cache_on(project):
     write(project / "stats.py", "import torch\n\nclass Stats:\n    def __init__(self, n):\n"
           "        self.mean = torch.zeros(n)\n")
-    write(project / "use.py", "import torch\nfrom stats import Stats\n\ns = Stats(3)\ntorch.save(s, 's.pt')\n"
+    write(project / "use.py", "import torch\nfrom stats import Stats\n\ns = Stats(3)\nif save:\n    torch.save(s, 's.pt')\n"
           "s = torch.load('s.pt', weights_only=False)\n")
     cached, fresh = cached_and_fresh(project, "use.py", "--select", "DL002")
     assert fresh == cached == []
@@ -374,9 +375,10 @@ CHAIN = '''
 
 @pytest.mark.parametrize("scope, move, expected", [
     ("", "", []),
-    ("", ".cuda()", [("DL002", 20), ("DL002", 24)]),
+    # (test_round_trip reads back what it saved itself, wherever the model is: never flagged)
+    ("", ".cuda()", [("DL002", 24)]),
     # built once for the module: another test may have moved it to the GPU before this one saves it
-    ("(scope='module')", "", [("DL002", 20), ("DL002", 24)]),
+    ("(scope='module')", "", [("DL002", 24)]),
 ])
 def test_a_fixture_is_a_source_of_placement(scope, move, expected):
     assert _findings(CHAIN.format(scope=scope, move=move)) == expected

@@ -302,7 +302,8 @@ STILL_FLAGGED = {
         import torch
 
         net = torch.nn.Linear(4, 1).cuda()
-        torch.save(net.state_dict(), "gpu.pth")
+        if save:  # (not a round trip: the file may come from an earlier run)
+            torch.save(net.state_dict(), "gpu.pth")
         net.load_state_dict(torch.load("gpu.pth"))
     ''',
     "saved_after_to_device": '''
@@ -311,14 +312,16 @@ STILL_FLAGGED = {
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         net = torch.nn.Linear(4, 1)
         net.to(device)
-        torch.save(net.state_dict(), "w.pth")
+        if save:
+            torch.save(net.state_dict(), "w.pth")
         net.load_state_dict(torch.load("w.pth"))
     ''',
     "tensor_to_cuda_string": '''
         import torch
 
         t = torch.ones(3).to("cuda")
-        torch.save(t, "t.pt")
+        if save:
+            torch.save(t, "t.pt")
         u = torch.load("t.pt")
     ''',
     "moved_by_a_helper": '''
@@ -329,7 +332,8 @@ STILL_FLAGGED = {
 
         net = torch.nn.Linear(4, 1)
         to_gpu(net)
-        torch.save(net.state_dict(), "w.pth")
+        if save:
+            torch.save(net.state_dict(), "w.pth")
         net.load_state_dict(torch.load("w.pth"))
     ''',
     "another_path": '''

@@ -65,7 +65,8 @@ FALLBACKS = {
     "assignment shim": "import torch\ntry:\n    autocast = torch.cuda.amp.autocast\n"
     "except (ImportError, AttributeError):\n    autocast = None\nwith autocast():\n    pass\n",
     "decorator in old branch": "import torch\nif TORCH_LT_2_4:\n    class F(torch.autograd.Function):\n"
-    "        @staticmethod\n        @torch.cuda.amp.custom_bwd\n        def backward(ctx, g):\n            return g\n",
+    "        @staticmethod\n        @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\n"
+    "        def forward(ctx, x):\n            return x\n",
 }
 
 STILL_FLAGGED = {
@@ -143,9 +144,9 @@ def test_a_parenthesised_import_keeps_its_layout():
 
 
 def test_several_names_of_one_import_over_several_passes():
-    source = ("import torch\nfrom torch.cuda.amp import custom_bwd, GradScaler, autocast, custom_fwd\n"
-              "class F(torch.autograd.Function):\n    @staticmethod\n    @custom_fwd\n    def forward(ctx, x):\n"
-              "        return x\n    @staticmethod\n    @custom_bwd\n    def backward(ctx, g):\n        return g\n"
+    source = ("import torch\nfrom torch.cuda.amp import GradScaler, autocast, custom_fwd\n"
+              "class F(torch.autograd.Function):\n    @staticmethod\n    @custom_fwd(cast_inputs=torch.float32)\n"
+              "    def forward(ctx, x):\n        return x\n"
               "def train(device):\n    with autocast():\n        return GradScaler()\n")
     fixed = _fixed(source)
     assert "torch.cuda.amp" not in fixed and "import torch\nclass F" in fixed.replace(

@@ -77,6 +77,8 @@ def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
         args = [a for a in expr.args if a.keyword is None]
         if names & SAME_PATH and len(expr.args) == 1 and args:
             return path_key(ctx, args[0].value, depth + 1)
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "as_posix" and not expr.args:
+            return path_key(ctx, expr.func.value, depth + 1)  # `p.as_posix()`: the same file as `p`
         if names & JOINS or (isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "joinpath"):
             parts = [expr.func.value] if isinstance(expr.func, cst.Attribute) and not names & JOINS else []
             keys = [path_key(ctx, p, depth + 1) for p in parts + [a.value for a in args]]

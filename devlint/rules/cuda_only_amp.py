@@ -9,7 +9,7 @@ from devlint.analysis.device_reasons import torch_failure
 from devlint.rules._hardcoded import qualified
 from devlint.analysis.versions import VersionGates
 from devlint.suppressions import parse as parse_suppressions
-from devlint.syntax import descendants, dotted_name, last_component, string_value
+from devlint.syntax import descendants, dotted_name, is_none, last_component, string_value
 
 _AUTOCAST = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
 _SCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"})
@@ -27,8 +27,8 @@ class CudaOnlyAmp(Rule):
     """
     ## What it does
     Flags the CUDA-only mixed-precision API: `torch.cuda.amp.autocast(...)`,
-    `torch.cuda.amp.GradScaler(...)` and `torch.cuda.amp.custom_fwd` / `custom_bwd` (called, or used as
-    decorators), through any import (`from torch.cuda.amp import autocast`).
+    `torch.cuda.amp.GradScaler(...)` and `torch.cuda.amp.custom_fwd(cast_inputs=...)`, through any
+    import (`from torch.cuda.amp import autocast`).
 
     On by default: 21 findings on the test corpus (fairseq 3, NeMo 17, nanoGPT 1), every one a call of
     the deprecated CUDA-only namespace. A name that several imports bind is flagged only when all of
@@ -70,9 +70,11 @@ class CudaOnlyAmp(Rule):
     `torch.device` (the definition devlint inserts, a name bound from `torch.device(...)` or from a
     tensor's `.device`, a parameter annotated `torch.device`, `self.device` set from `torch.device(...)`
     in `__init__`) it writes `device.type`.
-    `custom_fwd`/`custom_bwd` get `device_type="cuda"`, which is exactly what the deprecated decorators
-    did on every machine (they only act under CUDA autocast) and needs no device: a decorator runs at
-    import, where no device definition may go. It is **unsafe** only for needing PyTorch 2.4.
+    `custom_fwd(cast_inputs=...)` gets `device_type="cuda"`, which is exactly what the deprecated decorator
+    did on every machine (it only acts under CUDA autocast) and needs no device: a decorator runs at
+    import, where no device definition may go. It is **unsafe** only for needing PyTorch 2.4. (A program
+    made device-generic runs CPU autocast without CUDA, where a CUDA decorator casts nothing: the
+    reason it stays flagged.)
     With `*args`, or where `device` names something that is not a device or torch is not imported,
     the fix is **display-only**, and its title names the cause.
 
@@ -91,6 +93,9 @@ class CudaOnlyAmp(Rule):
       `torch.amp.GradScaler("cuda")`.
     - References that are not calls: `class GradScaler(torch.cuda.amp.GradScaler):`,
       `scaler: torch.cuda.amp.GradScaler = None`, `autocast = torch.cuda.amp.autocast`.
+    - `@torch.cuda.amp.custom_fwd`, `@custom_bwd`, `custom_fwd(cast_inputs=None)`: without `cast_inputs`
+      the decorators are torch.amp's own with the device type "cuda", plus a FutureWarning (torch 2.4 to 2.13), acting only under CUDA autocast on every machine: nothing is
+      disabled or computed in another precision without CUDA, so the failure this rule reports cannot happen.
     - Code under a CUDA condition (same guards as DL001), e.g.
       `if torch.cuda.is_available(): scaler = torch.cuda.amp.GradScaler()`.
     - Fallbacks for an old PyTorch, where `torch.amp`'s API does not exist (the version tests of
@@ -122,6 +127,11 @@ class CudaOnlyAmp(Rule):
         "import torch\nclass GradScaler(torch.cuda.amp.GradScaler):\n    pass\n",
         "import torch\nscaler: torch.cuda.amp.GradScaler = None\n",
         "import torch\nautocast = torch.cuda.amp.autocast\n",
+        # without cast_inputs: torch.amp's decorators with device_type="cuda", on every machine
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    @torch.cuda.amp.custom_fwd\n"
+        "    def forward(ctx, x):\n        return x\n",
+        "from torch.cuda.amp import custom_bwd, custom_fwd\n@custom_fwd(cast_inputs=None)\ndef f(ctx, x):\n"
+        "    return x\n@custom_bwd\ndef b(ctx, g):\n    return g\n",
         "import torch\nif torch.cuda.is_available(): scaler = torch.cuda.amp.GradScaler()\n",
         'import torch\nif torch.__version__ < "2.4":\n    scaler = torch.cuda.amp.GradScaler()\n',
         "import torch\nfrom packaging import version\n"
@@ -214,9 +224,8 @@ class CudaOnlyAmp(Rule):
             "class F(torch.autograd.Function):\n"
             '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
             "    def forward(ctx, x):\n        return x\n\n"
-            '    @staticmethod\n    @torch.amp.custom_bwd(device_type="cuda")\n'
+            "    @staticmethod\n    @torch.cuda.amp.custom_bwd\n"
             "    def backward(ctx, g):\n        return g\n",
-            count=2,
             unsafe=True,
         ),
         Invalid(
@@ -247,12 +256,6 @@ class CudaOnlyAmp(Rule):
             message, fix = finding
             self.report(node, message, self._with_import_removal(node, fix))
 
-    def visit_Decorator(self, node: cst.Decorator) -> None:
-        finding = self._finding(node)
-        if finding is not None:
-            message, fix = finding
-            self.report(node.decorator, message, self._with_import_removal(node, fix))
-
     # -- one use --------------------------------------------------------------------------------------
     def _finding(self, node: cst.Call | cst.Decorator) -> tuple[str, object] | None:
         """(message, fix) for a flagged call or bare decorator, or None; memoised (an import removal
@@ -278,28 +281,14 @@ class CudaOnlyAmp(Rule):
         if last not in _LAST_NAMES and not isinstance(func, cst.Name):
             return None
         found = qualified(self.ctx, func, _ALL)
-        if found is None or self._skipped(node):
+        if found is None or self._skipped(node) or (found in _CUSTOM and _same_everywhere(node)):
             return None
         return self._message(found), self._fix(node, found)
 
     def _decorator_finding(self, node: cst.Decorator):
-        decorator = node.decorator
-        if isinstance(decorator, cst.Call):
-            return None
-        found = qualified(self.ctx, decorator, _CUSTOM)
-        if found is None or self._skipped(node):
-            return None
-        short = found.rsplit(".", 1)[-1]
-        reference = self._custom_reference(decorator)
-        title = f"Use `torch.amp.{short}` with `device_type=\"cuda\"`"
-        if isinstance(reference, str):
-            fix = self.display_only(f"{title} ({reference})")
-        else:
-            torch, device_type, needs_definition = reference
-            fix = self.fix(title, Applicability.UNSAFE,
-                           self.replace(decorator, f"{torch}.amp.{short}(device_type={device_type})"),
-                           needs_device=needs_definition)
-        return self._message(found), fix
+        """A bare `@custom_fwd` / `@custom_bwd` has no `cast_inputs`: the same on every machine
+        (`_same_everywhere`), never flagged; it matters only for removing the import of its name."""
+        return None
 
     def _custom_reference(self, written: cst.CSTNode) -> tuple[str, str, bool] | str:
         """`torch.cuda.amp.custom_fwd(...)` is `torch.amp.custom_fwd(..., device_type="cuda")` exactly, on
@@ -512,3 +501,13 @@ class CudaOnlyAmp(Rule):
             return Edit(self.ctx.span(alias.name)[0], self.ctx.span(names[index + 1].name)[0], "")
         previous = names[index - 1]
         return Edit(self.ctx.span(previous.asname or previous.name)[1], self.ctx.span(alias.asname or alias.name)[1], "")
+
+
+def _same_everywhere(call: cst.Call) -> bool:
+    """`custom_fwd(fwd)`, `custom_fwd()`, `custom_bwd(bwd)` without `cast_inputs`: torch.cuda.amp's is
+    `torch.amp.custom_fwd(device_type="cuda")` plus a FutureWarning (torch 2.4 to 2.13), and acts only under
+    CUDA autocast, on every machine: nothing is disabled or computed in another precision without CUDA.
+    With `cast_inputs` it stays flagged: a program made device-generic (`torch.amp.autocast(device.type)`)
+    runs CPU autocast, where a CUDA decorator casts nothing."""
+    return not any(arg.star or arg.keyword is not None and arg.keyword.value == "cast_inputs" and not is_none(arg.value)
+                   for arg in call.args)

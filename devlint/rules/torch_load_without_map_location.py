@@ -11,6 +11,7 @@ from devlint.analysis.device import device_failure, device_reference, unproven_r
 from devlint.analysis.kinds import MODULE
 from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.analysis.receivers import doubt
+from devlint.analysis.round_trip import written_by_this_run
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
                             name_words, string_value, walk)
 
@@ -119,6 +120,15 @@ class TorchLoadWithoutMapLocation(Rule):
       model moved in place, or passed where it may be) or of unknown place leaves the load flagged, and
       so does a path that differs or cannot be told, another call that may write it (a call named like a
       writer, such as save_checkpoint or fit, or an open for writing), and a parameter pytest may parametrize.
+    - A file this run wrote before loading it, whatever it holds: `torch.save(model.state_dict(), p)` then
+      `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier
+      statement of a block that holds the load in the same function or module body, so that it runs first on
+      every path (not in a branch, nor in a loop body the load is after). Every device the saved tensors
+      name exists in this process. Also a cache of one function, `if os.path.exists(f):` with `return
+      torch.load(f)`, where every writer of `f` is a `torch.save(ids, f)` in that function of CPU data or of
+      a tokenizer's `return_tensors="pt"` output never moved (built on the CPU): the file can only come
+      from an earlier run of that code. A path re-bound between, or another call that may bring the file
+      from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -166,6 +176,15 @@ class TorchLoadWithoutMapLocation(Rule):
         "    path = tmp_path / \"w.pt\"\n    torch.save(model.state_dict(), path)\n    return path\n\n"
         "def test_restores(weights):\n    model = torch.nn.Linear(2, 2)\n"
         "    model.load_state_dict(torch.load(weights))\n",
+        # a round trip: saved just before by this run, from wherever the model is
+        "import torch\ndef snapshot(model, p):\n    torch.save(model.state_dict(), p)\n"
+        "    model.load_state_dict(torch.load(p))\n",
+        "import torch\nm = torch.jit.script(torch.nn.Linear(2, 2).cuda())\ntorch.jit.save(m, \"m.pt\")\n"
+        "m = torch.jit.load(\"m.pt\")\n",
+        # a cache this function writes from a tokenizer's output (CPU tensors)
+        "import os\nimport torch\ndef tokens(tokenizer, f, texts):\n    if os.path.exists(f):\n"
+        "        return torch.load(f)\n    ids = tokenizer(texts, return_tensors=\"pt\")[\"input_ids\"]\n"
+        "    torch.save(ids, f)\n    return ids\n",
     )
     INVALID = (
         Invalid(
@@ -246,11 +265,11 @@ class TorchLoadWithoutMapLocation(Rule):
             "ema = EMA()\nema.load_state_dict(torch.load('ema.pt', map_location=device))\n",
             unsafe=True,
         ),
-        # saved from a model that went to the GPU: still flagged
+        # saved from a model that went to the GPU, loaded where it may come from an earlier run: still flagged
         Invalid(
-            "import torch\nmodel = torch.nn.Linear(3, 1).cuda()\ntorch.save(model.state_dict(), 'm.pt')\n"
+            "import torch\nmodel = torch.nn.Linear(3, 1).cuda()\nif save:\n    torch.save(model.state_dict(), 'm.pt')\n"
             "model.load_state_dict(torch.load('m.pt'))\n",
-            fixed="import torch\nmodel = torch.nn.Linear(3, 1).cuda()\ntorch.save(model.state_dict(), 'm.pt')\n"
+            fixed="import torch\nmodel = torch.nn.Linear(3, 1).cuda()\nif save:\n    torch.save(model.state_dict(), 'm.pt')\n"
             "model.load_state_dict(torch.load('m.pt', map_location=\"cpu\"))\n",
         ),
         Invalid("from torch import *\nx = torch.load(f)\n"),
@@ -287,6 +306,8 @@ class TorchLoadWithoutMapLocation(Rule):
         path = find_arg(node, "f", 0)
         if path is not None and placement(self.ctx).saved_on_cpu(path.value):
             return  # this file wrote it from values on the CPU: it loads anywhere
+        if path is not None and written_by_this_run(self.ctx, node, path.value):
+            return  # saved earlier by this run (or a CPU cache of this function): its devices exist here
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
