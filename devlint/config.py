@@ -9,7 +9,7 @@ from functools import cached_property
 # Nothing here may import LibCST (directly or through a rule module): a fully cached run only reads
 # the settings, hashes files and prints what the cache holds. Rule classes are imported on demand.
 from devlint.device_options import FixOptions  # noqa: F401  (below the analyses, which read it)
-from devlint.rules import RULES, rule_classes
+from devlint.rule_table import RULES, rule_classes
 
 
 class ConfigError(Exception):
