@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from devlint import project as project_module
+from devlint.analysis import project as project_module
 from tests.helpers import lint
 from tests.test_cache_staleness import cached_and_fresh
 from tests.test_cli import write
