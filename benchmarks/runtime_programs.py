@@ -188,7 +188,37 @@ def body_dl018(rng: random.Random, n: Names) -> str:
     return rng.choice(shapes)
 
 
-BODIES = [body_dl001, body_dl001, body_dl001, body_dl003, body_dl004, body_dl005, body_dl006, body_dl007,
+def body_names(rng: random.Random, n: Names) -> str:
+    """`.cuda()` and "cuda" where a `device` or a "cuda" that is not the run's device is near: the names a
+    fix writes must not be captured, and strings that are not devices must not change."""
+    a, b, c = n.var(), n.var(), n.cls()
+    shapes = [
+        f"{a} = [torch.ones(1).cuda() * device for device in range(2)]\nshow('{a}', {a})",
+        f"device = 'cpu'\n{a} = torch.ones(2).cuda()\nshow('{a}', {a})\nshow('d', device)",
+        f"{a} = torch.ones(2).cuda()\ndevice = 'cpu'\nshow('{a}', {a} + torch.ones(2, device={a}.device))",
+        f"for device in ['cpu']:\n    {a} = torch.ones(2).cuda()\nshow('{a}', {a})",
+        f"try:\n    raise ValueError('v')\nexcept ValueError as device:\n    {a} = torch.ones(2).cuda()\nshow('{a}', {a})",
+        f"{a} = torch.ones(2).cuda() if (device := 'cpu') else None\nshow('{a}', {a})",
+        f"class {c}:\n    device = 'cpu'\n    {a} = torch.ones(2).cuda()\n\n\nshow('{a}', {c}.{a})",
+        f"class {c}:\n    def cuda(self):\n        return 'moved'\n\n\nshow('{a}', {c}().cuda())",
+        f"class {c}:\n    def cuda(self, device=None):\n        return 3\n\n    def to(self, *a, **k):\n        return 4\n\n\n"
+        f"show('{a}', {c}().cuda())",
+        f"{a} = torch.ones(2).cuda()\nshow('{b}', {a}.device.type == 'cuda')\nshow('{a}', str({a}.device))",
+        f"{b} = 'cuda'\nshow('{b}', {b}.upper())\nshow('{a}', {{'cuda': 1}}['cuda'])",
+        f"{a} = torch.ones(2).cuda()\nshow('{b}', {a}.device == torch.device('cuda', 0))",
+        f"{a} = torch.ones(2).cuda()\nshow('{b}', {a}.is_cuda)\nshow('{a}', {a}.device.index)",
+        f"{a} = torch.ones(2, requires_grad=True).cuda()\n{a}.sum().backward()\nshow('{b}', {a}.is_leaf)",
+        f"{a} = torch.ones(2).cuda(device=0, non_blocking=True)\nshow('{a}', {a})",
+        f"def {b}(t=torch.ones(1).cuda()):\n    return t * 2\n\n\nshow('{a}', {b}())",
+        f"{b} = lambda device='cpu': torch.ones(1).cuda()\nshow('{a}', {b}())",
+        f"{a} = torch.ones(2).cuda()\ndel {a}\n{a} = torch.zeros(1).cuda()\nshow('{a}', {a})",
+        f"import torch as th\n{a} = th.ones(2).cuda()\nshow('{a}', {a})",
+        f"{a} = torch.ones(2).cuda()\nglobals()['device'] = 'cpu'\nshow('{a}', {a})",
+    ]
+    return rng.choice(shapes)
+
+
+BODIES = [body_dl001, body_dl001, body_dl001, body_names, body_names, body_names, body_dl003, body_dl004, body_dl005, body_dl006, body_dl007,
           body_dl011, body_dl012, body_dl013, body_dl016, body_dl018]
 
 
