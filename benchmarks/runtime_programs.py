@@ -201,8 +201,8 @@ def body_names(rng: random.Random, n: Names) -> str:
         f"{a} = torch.ones(2).cuda() if (device := 'cpu') else None\nshow('{a}', {a})",
         f"class {c}:\n    device = 'cpu'\n    {a} = torch.ones(2).cuda()\n\n\nshow('{a}', {c}.{a})",
         f"class {c}:\n    def cuda(self):\n        return 'moved'\n\n\nshow('{a}', {c}().cuda())",
-        f"class {c}:\n    def cuda(self, device=None):\n        return 3\n\n    def to(self, *a, **k):\n        return 4\n\n\n"
-        f"show('{a}', {c}().cuda())",
+        (f"class {c}:\n    def cuda(self, device=None):\n        return 3\n\n    def to(self, *a, **k):\n"
+         f"        return 4\n\n\nshow('{a}', {c}().cuda())"),
         f"{a} = torch.ones(2).cuda()\nshow('{b}', {a}.device.type == 'cuda')\nshow('{a}', str({a}.device))",
         f"{b} = 'cuda'\nshow('{b}', {b}.upper())\nshow('{a}', {{'cuda': 1}}['cuda'])",
         f"{a} = torch.ones(2).cuda()\nshow('{b}', {a}.device == torch.device('cuda', 0))",
