@@ -7,6 +7,7 @@ import libcst as cst
 from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
+from devlint.analysis.fresh_folders import in_fresh_folder
 from devlint.analysis.device import device_failure, device_reference, unproven_reference
 from devlint.analysis.kinds import MODULE
 from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
@@ -306,8 +307,9 @@ class TorchLoadWithoutMapLocation(Rule):
         path = find_arg(node, "f", 0)
         if path is not None and placement(self.ctx).saved_on_cpu(path.value):
             return  # this file wrote it from values on the CPU: it loads anywhere
-        if path is not None and written_by_this_run(self.ctx, node, path.value):
-            return  # saved earlier by this run (or a CPU cache of this function): its devices exist here
+        if path is not None and (written_by_this_run(self.ctx, node, path.value)
+                                 or in_fresh_folder(self.ctx, path.value)):
+            return  # written by this run (before, a CPU cache, in a folder made this run): its devices exist here
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
