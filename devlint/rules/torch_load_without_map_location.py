@@ -7,7 +7,6 @@ import libcst as cst
 from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
-from devlint.analysis.fresh_folders import in_fresh_folder
 from devlint.analysis.device import device_failure, device_reference, unproven_reference
 from devlint.analysis.kinds import MODULE
 from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
@@ -122,14 +121,17 @@ class TorchLoadWithoutMapLocation(Rule):
       so does a path that differs or cannot be told, another call that may write it (a call named like a
       writer, such as save_checkpoint or fit, or an open for writing), and a parameter pytest may parametrize.
     - A file this run wrote before loading it, whatever it holds: `torch.save(model.state_dict(), p)` then
-      `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier
-      statement of a block that holds the load in the same function or module body, so that it runs first on
-      every path (not in a branch, nor in a loop body the load is after). Every device the saved tensors
-      name exists in this process. Also a cache of one function, `if os.path.exists(f):` with `return
-      torch.load(f)`, where every writer of `f` is a `torch.save(ids, f)` in that function of CPU data or of
-      a tokenizer's `return_tensors="pt"` output never moved (built on the CPU): the file can only come
-      from an earlier run of that code. A path re-bound between, or another call that may bring the file
-      from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
+      `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier statement of a
+      block that holds the load in the same function or module body, so that it runs first on every path (not in a
+      branch, nor in a loop body the load is after). Every device the saved tensors name exists in this process. Also a
+      cache of one function, `if os.path.exists(f):` with `return torch.load(f)`, where every writer of `f` is a
+      `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
+      (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
+      call that may bring the file from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
+    - A file in a folder created empty this run (pytest's `tmp_path`/`tmpdir`, `tmp_path_factory.mktemp()`,
+      `tempfile.mkdtemp()`/`TemporaryDirectory()`, a fixture returning one): `torch.load(tmp_path / "m.pt")` after
+      `trainer.fit(dir=tmp_path)`. Its writer ran here, so every device it names exists. Parts that may leave the folder,
+      a shared `gettempdir()`, a folder of unknown origin, or a copy, download or extraction into it keep the finding.
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -307,8 +309,7 @@ class TorchLoadWithoutMapLocation(Rule):
         path = find_arg(node, "f", 0)
         if path is not None and placement(self.ctx).saved_on_cpu(path.value):
             return  # this file wrote it from values on the CPU: it loads anywhere
-        if path is not None and (written_by_this_run(self.ctx, node, path.value)
-                                 or in_fresh_folder(self.ctx, path.value)):
+        if path is not None and written_by_this_run(self.ctx, node, path.value):
             return  # written by this run (before, a CPU cache, in a folder made this run): its devices exist here
         self.report(node, fix=self._fix(node, given))
 
