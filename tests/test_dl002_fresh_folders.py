@@ -59,7 +59,7 @@ CLEARED = {
     ''',
     # ignite's `dirname` fixture (its conftest.py, here in the same file), and a session-wide factory folder
     "fixture_of_mkdtemp": '''
-        import shutil, tempfile, pytest, torch
+        import os, shutil, tempfile, pytest, torch
         from pathlib import Path
         @pytest.fixture()
         def dirname():
@@ -70,6 +70,8 @@ CLEARED = {
             engine.run(dirname)
             saved_model = dirname / "model.pt"
             assert torch.load(saved_model)
+            os.remove(saved_model)
+            saved_model.unlink()
     ''',
     "session_factory_fixture": '''
         import pytest, torch

@@ -63,6 +63,7 @@ def brings_in(ctx: FileFacts, root: cst.CSTNode) -> bool:
 
 def _brings_in(ctx: FileFacts, call: cst.Call) -> bool:
     name = (dotted_name(call.func) or "").rsplit(".", 1)[-1].lower()
+    name = name.replace("remove", "").replace("unlink", "")  # (deletions: nothing comes in)
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "write_bytes":
         return fresh(ctx, call.func.value)
     if name == "open":
