@@ -126,3 +126,49 @@ def test_a_load_inside_a_fresh_folder_is_not_flagged(name):
 @pytest.mark.parametrize("name", sorted(FLAGGED))
 def test_a_load_not_provably_inside_a_fresh_folder_is_flagged(name):
     assert _flagged(FLAGGED[name]) == 1
+
+
+# -- a conftest.py fixture, with the cache on (issue 29: never a stale pass) -------------------------------------
+CONFTEST = '''import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture()
+def dirname():
+    path = {folder}
+    yield path
+    shutil.rmtree(path)
+'''
+TEST = '''import torch
+
+
+def test_restore(dirname, engine):
+    engine.run(dirname)
+    assert torch.load(dirname / "model.pt")
+'''
+
+
+def test_a_conftest_fixture_of_a_fresh_folder_with_the_cache_on(tmp_path):
+    from tests.test_cache_staleness import cached_and_fresh
+    from tests.test_cli import write
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    write(project / "tests" / "conftest.py", CONFTEST.format(folder="Path(tempfile.mkdtemp())"))
+    write(project / "tests" / "unit" / "test_restore.py", TEST)
+    args = ("tests/unit/test_restore.py", "--select", "DL002")
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == []  # ignite's `dirname`: a folder made by mkdtemp
+    write(project / "tests" / "conftest.py", CONFTEST.format(folder='Path("/data/checkpoints")'))
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == [("tests/unit/test_restore.py", "DL002")]
+    # a nearer conftest.py that appears and overrides the fixture with a folder of unknown origin
+    write(project / "tests" / "conftest.py", CONFTEST.format(folder="Path(tempfile.mkdtemp())"))
+    cached_and_fresh(project, *args)
+    write(project / "tests" / "unit" / "conftest.py", "import pytest\n\n@pytest.fixture\ndef dirname(shared):\n"
+          "    return shared\n")
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == [("tests/unit/test_restore.py", "DL002")]
