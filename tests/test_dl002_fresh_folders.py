@@ -82,6 +82,13 @@ CLEARED = {
             engine.run(cache)
             assert torch.load(f"{cache}/m.pt")
     ''',
+    # a child process this test started wrote it (a training script run on this machine)
+    "child_process": '''
+        import subprocess, sys, torch
+        def test_train(tmpdir):
+            subprocess.run([sys.executable, "train.py", "--out", str(tmpdir)], check=True)
+            assert torch.load(tmpdir.join("final.pt"))
+    ''',
 }
 
 FLAGGED = {
@@ -106,6 +113,12 @@ FLAGGED = {
     "bytes_written": CLEARED["fixture_of_mkdtemp"].replace(
         "engine.run(dirname)", 'open(dirname / "model.pt", "wb").write(blob)'),
     "fixture_copies": CLEARED["fixture_of_mkdtemp"].replace("yield path", "shutil.copy(SRC, path); yield path"),
+    "shell_copy": CLEARED["child_process"].replace('sys.executable, "train.py", "--out"', '"cp", SRC'),
+    "hub_download": CLEARED["tmp_path_fixture"].replace(
+        "engine.run(fp)", "torch.hub.load_state_dict_from_url(URL, model_dir=tmp_path)"),
+    # a string's `.join` puts the folder between the parts: not a path below it
+    "string_join": CLEARED["temporary_directory_name"].replace("os.path.join(tmpdir.name, 'proto.pth')",
+                                                              "tempfile.mkdtemp().join('ab')"),
     # a project fixture of the name, or a parametrization, is not pytest's fresh folder
     "overridden_tmp_path": "import pytest\n@pytest.fixture\ndef tmp_path():\n    return DATA\n" + textwrap.dedent(
         CLEARED["tmp_path_fixture"]),

@@ -36,7 +36,13 @@ SAME_PATH_METHODS = frozenset({"as_posix", "resolve", "absolute", "expanduser", 
 JOINS = frozenset({"os.path.join", "posixpath.join"})
 # A call with a fresh path as an argument whose name says it may bring a file from outside.
 IMPORT_WORDS = ("copy", "download", "fetch", "retrieve", "extract", "untar", "unzip", "unpack", "move", "rename",
-                "link", "wget", "clone", "mirror", "sync")
+                "link", "wget", "clone", "mirror", "sync", "url")
+# A command run in a shell or a child process, with a fresh path among its arguments, that may copy in.
+SHELLS = frozenset({"os.system", "os.popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+                    "subprocess.check_output", "subprocess.Popen", "subprocess.getoutput",
+                    "subprocess.getstatusoutput"})
+SHELL_WORDS = frozenset({"cp", "mv", "ln", "wget", "curl", "rsync", "scp", "tar", "unzip", "gsutil", "aws", "git",
+                         "rclone", "azcopy", "huggingface-cli", "hf", "gdown", "7z"})
 MAX_DEPTH = 12
 
 
@@ -62,6 +68,8 @@ def brings_in(ctx: FileFacts, root: cst.CSTNode) -> bool:
 
 
 def _brings_in(ctx: FileFacts, call: cst.Call) -> bool:
+    if ctx.qualified_names(call.func) & SHELLS:
+        return _shell_brings_in(ctx, call)
     name = (dotted_name(call.func) or "").rsplit(".", 1)[-1].lower()
     name = name.replace("remove", "").replace("unlink", "")  # (deletions: nothing comes in)
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "write_bytes":
@@ -76,6 +84,22 @@ def _brings_in(ctx: FileFacts, call: cst.Call) -> bool:
         return False
     receiver = [call.func.value] if isinstance(call.func, cst.Attribute) else []
     return any(fresh(ctx, value) for value in receiver + [a.value for a in call.args])
+
+
+def _shell_brings_in(ctx: FileFacts, call: cst.Call) -> bool:
+    """`subprocess.run(["wget", url, "-P", tmp_path])`, `os.system(f"cp {src} {d}")`: a command that may copy."""
+    nodes = list(_nodes(call))
+    words = {w for n in nodes if isinstance(n, (cst.SimpleString, cst.FormattedStringText))
+             for w in (string_value(n) if isinstance(n, cst.SimpleString) else n.value).replace("/", " ").split()}
+    return bool(words & SHELL_WORDS) and any(fresh(ctx, n) for n in nodes if isinstance(n, cst.BaseExpression))
+
+
+def _nodes(root: cst.CSTNode):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
 
 
 def _calls(root: cst.CSTNode):
@@ -128,12 +152,34 @@ def _fresh_call(ctx: FileFacts, call: cst.Call, depth: int) -> bool:
         method, owner = call.func.attr.value, call.func.value
         if method in SAME_PATH_METHODS and not args:
             return fresh(ctx, owner, depth + 1)
-        if method in ("joinpath", "join") and args:  # (py.path's `tmpdir.join("m.pt")`)
-            return fresh(ctx, owner, depth + 1) and all(_relative(ctx, a, depth + 1) for a in args)
+        if method == "joinpath" or method == "join" and _py_path(ctx, owner, depth):  # (py.path's `tmpdir.join`)
+            return bool(args) and fresh(ctx, owner, depth + 1) and all(_relative(ctx, a, depth + 1) for a in args)
         if method == "mktemp" and isinstance(owner, cst.Name):
             param = _parameter(ctx, owner)
             return param is not None and param.name.value in FACTORIES and _builtin(ctx, param)
     return False
+
+
+def _py_path(ctx: FileFacts, expr: cst.CSTNode, depth: int) -> bool:
+    """pytest's `tmpdir` (a py.path, whose `.join` makes a path below it; a string's `.join` does not), or
+    a name bound once to its `.join(...)` or to `tmpdir_factory.mktemp(...)`."""
+    if depth > MAX_DEPTH or not isinstance(expr, (cst.Name, cst.Call)):
+        return False
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        return isinstance(func, cst.Attribute) and (
+            func.attr.value == "join" and _py_path(ctx, func.value, depth + 1)
+            or func.attr.value == "mktemp" and isinstance(func.value, cst.Name)
+            and getattr(_parameter(ctx, func.value), "name", None) is not None
+            and _parameter(ctx, func.value).name.value == "tmpdir_factory")
+    assignments = ctx.bindings(expr)
+    if len(assignments) != 1:
+        return False
+    node = assignments[0].node
+    if isinstance(node, cst.Param):
+        return node.name.value == "tmpdir"
+    value = ctx.assigned_value(node)
+    return value is not None and _py_path(ctx, value, depth + 1)
 
 
 def _fresh_name(ctx: FileFacts, name: cst.Name, depth: int) -> bool:
