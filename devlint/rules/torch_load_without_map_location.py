@@ -128,10 +128,9 @@ class TorchLoadWithoutMapLocation(Rule):
       `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
       (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
       call that may bring the file from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
-    - A file in a folder created empty this run (pytest's `tmp_path`/`tmpdir`, `tmp_path_factory.mktemp()`,
-      `tempfile.mkdtemp()`/`TemporaryDirectory()`, a fixture returning one): `torch.load(tmp_path / "m.pt")` after
-      `trainer.fit(dir=tmp_path)`. Its writer ran here, so every device it names exists. Parts that may leave the folder,
-      a shared `gettempdir()`, a folder of unknown origin, or a copy, download or extraction into it keep the finding.
+    - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
+      TemporaryDirectory(), a fixture of those): `torch.load(tmp_path / "m.pt")` after `trainer.fit(tmp_path)`: its writer
+      ran here. Not a path that may leave it, gettempdir(), a folder of unknown origin, nor a folder copied or downloaded into.
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -188,6 +187,7 @@ class TorchLoadWithoutMapLocation(Rule):
         "import os\nimport torch\ndef tokens(tokenizer, f, texts):\n    if os.path.exists(f):\n"
         "        return torch.load(f)\n    ids = tokenizer(texts, return_tensors=\"pt\")[\"input_ids\"]\n"
         "    torch.save(ids, f)\n    return ids\n",
+        "import torch\ndef test_fit(trainer, tmp_path):\n    trainer.fit(tmp_path)\n    torch.load(tmp_path / \"m.pt\")\n",
     )
     INVALID = (
         Invalid(
