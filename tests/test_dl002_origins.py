@@ -5,6 +5,9 @@ a pytest fixture that returns a path it saved to (this file or a conftest.py abo
 function of the project that writes its path parameter with `torch.save`, and a `torch.save` of an
 instance of a class that moves nothing. Fixtures are also a source of kinds for DL003. Editing the
 conftest.py or the writing helper is a cache miss (issue 29: never a stale pass).
+
+The folders are `data_dir`, a fixture of unknown origin: pytest's `tmp_path` is a folder made empty for
+each test, which clears a load by itself (devlint.analysis.fresh_folders, tests/test_dl002_fresh_folders.py).
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ FIXTURE = '''
 
 
     @pytest.fixture
-    def weights(tmp_path):
+    def weights(data_dir):
         model = torch.nn.Linear(2, 2){move}
-        path = tmp_path / "weights.pt"
+        path = data_dir / "weights.pt"
         torch.save(model.state_dict(), path)
         return path
 
@@ -55,7 +58,7 @@ def test_fixture_path_saved_from_device_data_is_flagged(move):
 
 @pytest.mark.parametrize("change", [
     ("    torch.save(model.state_dict(), path)\n", ""),  # returns a path nothing in it wrote
-    ("    return path\n", "    return tmp_path\n"),  # another path than the one it saved to
+    ("    return path\n", "    return data_dir\n"),  # another path than the one it saved to
     ("def test_restores(weights):", "@pytest.mark.parametrize('weights', ['other.pt'])\ndef test_restores(weights):"),
     ("def test_restores(weights):", "def helper(weights):"),  # not a test: the parameter is no fixture
     ("    torch.save(model.state_dict(), path)\n",
@@ -74,8 +77,8 @@ def test_yield_fixture_and_a_class_fixture_are_followed():
 
         class TestRestore:
             @pytest.fixture
-            def ckpt(self, tmp_path):
-                path = str(tmp_path / "c.pt")
+            def ckpt(self, data_dir):
+                path = str(data_dir / "c.pt")
                 torch.save({"w": torch.zeros(2), "step": 3}, path)
                 yield path
 
@@ -94,23 +97,23 @@ def test_save_and_load_through_the_same_binding_in_one_test():
         import torch
 
 
-        def test_save(tmp_path):
+        def test_save(data_dir):
             model = torch.nn.Linear(8, 32)
-            path = osp.join(tmp_path, "model.pt")
+            path = osp.join(data_dir, "model.pt")
             torch.save(model, path)
             model = torch.load(path, weights_only=False)
 
 
-        def test_load_only(tmp_path):
-            path = osp.join(tmp_path, "model.pt")
+        def test_load_only(data_dir):
+            path = osp.join(data_dir, "model.pt")
             model = torch.load(path, weights_only=False)
 
 
-        def test_expression(tmp_path):
-            torch.save(torch.ones(2), tmp_path / "t.pt")
-            assert torch.load(tmp_path / "t.pt").sum() == 2
+        def test_expression(data_dir):
+            torch.save(torch.ones(2), data_dir / "t.pt")
+            assert torch.load(data_dir / "t.pt").sum() == 2
     '''
-    assert _findings(source) == [("DL002", 15)]  # a path of another test: its own binding of `tmp_path`
+    assert _findings(source) == [("DL002", 15)]  # a path of another test: its own binding of `data_dir`
 
 
 # -- (b) a function that writes the file ----------------------------------------------------------------------
@@ -243,9 +246,9 @@ import torch
 
 
 @pytest.fixture
-def checkpoint(tmp_path):
+def checkpoint(data_dir):
     model = torch.nn.Linear(2, 2){move}
-    path = tmp_path / "model.pt"
+    path = data_dir / "model.pt"
     torch.save(model.state_dict(), path)
     return path
 
@@ -357,15 +360,15 @@ CHAIN = '''
 
 
     @pytest.fixture
-    def ckpt(model, tmp_path):
-        path = tmp_path / "m.pt"
+    def ckpt(model, data_dir):
+        path = data_dir / "m.pt"
         torch.save(model.state_dict(), path)
         return path
 
 
-    def test_round_trip(model, tmp_path):
-        torch.save(model.state_dict(), tmp_path / "x.pt")
-        model.load_state_dict(torch.load(tmp_path / "x.pt"))
+    def test_round_trip(model, data_dir):
+        torch.save(model.state_dict(), data_dir / "x.pt")
+        model.load_state_dict(torch.load(data_dir / "x.pt"))
 
 
     def test_ckpt(ckpt, model):

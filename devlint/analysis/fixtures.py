@@ -23,6 +23,9 @@ import libcst as cst
 from devlint.facts import FileFacts
 from devlint.syntax import dotted_name, find_arg, string_value
 
+# pytest's own fixtures, for text checked without a file (and so without conftest.py files to read).
+_BUILTINS = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
+_BUILTIN = object()
 FIXTURE_DECORATORS = frozenset({"pytest.fixture", "pytest_asyncio.fixture", "fixture", "pytest.yield_fixture"})
 
 
@@ -44,6 +47,13 @@ def fixtures(ctx: FileFacts) -> "Fixtures":
 def fixture_of(ctx: FileFacts, param: cst.Param) -> Fixture | None:
     """The fixture a test's (or fixture's) parameter receives, if it can be told."""
     return fixtures(ctx).of(param) if fixtures(ctx).may_receive else None
+
+
+def receives_builtin(ctx: FileFacts, param: cst.Param) -> bool:
+    """Does a test's (or fixture's) parameter receive pytest's own fixture of its name (`tmp_path`): no fixture
+    of its class, of this module or of a `conftest.py` above it defines the name, and nothing parametrizes it?"""
+    found = fixtures(ctx)
+    return (found.may_receive or ctx.project is None) and found._resolve(param) is _BUILTIN
 
 
 def is_fixture(ctx: FileFacts, function: cst.FunctionDef) -> bool:
@@ -123,6 +133,11 @@ class Fixtures:
         return "pytest_generate_tests" in names or "pytestmark" in names
 
     def of(self, param: cst.Param) -> Fixture | None:
+        found = self._resolve(param)
+        return None if found is _BUILTIN else found
+
+    def _resolve(self, param: cst.Param):
+        """The fixture, None where it cannot be told, or _BUILTIN where no fixture of the project defines it."""
         function = self.ctx.parent(self.ctx.parent(param))
         if not isinstance(function, cst.FunctionDef) or param.default is not None or self._generated:
             return None
@@ -149,12 +164,16 @@ class Fixtures:
         local = self._module_level.get(name)
         if local:
             return Fixture(name, local[0]) if len(local) == 1 and local[0] is not function else None
-        if name in self.ctx.imported_names or self.ctx.project is None:
+        if name in self.ctx.imported_names:
             return None
-        from devlint.analysis.origin_files import conftest_fixture
+        if self.ctx.project is None:
+            return _BUILTIN if name in _BUILTINS else None  # (text with no file: no conftest.py to read)
+        from devlint.analysis.origin_files import conftest_fixture, conftest_lacks
 
         facts = conftest_fixture(self.ctx.project, name)
-        return Fixture(name, None, facts) if facts is not None else None
+        if facts is not None:
+            return Fixture(name, None, facts)
+        return _BUILTIN if conftest_lacks(self.ctx.project, name) else None
 
     def _class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
         block = self.ctx.parent(function)

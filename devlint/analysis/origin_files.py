@@ -34,6 +34,7 @@ class FixtureFacts:
     kind: str | None  # "tensor", "module" or None
     place: str | None  # "cpu", "device" or None (unknown, or a fixture shared between tests)
     cpu_file: bool  # returns (or yields) a path it saved CPU data to
+    fresh_dir: bool = False  # returns (or yields) only paths inside folders created empty this run
 
 
 @dataclass
@@ -142,6 +143,15 @@ def conftest_fixture(view, name: str) -> FixtureFacts | None:
     return None
 
 
+def conftest_lacks(view, name: str) -> bool:
+    """Does no `conftest.py` above the checked file define the fixture `name` (each of them read)?"""
+    for path in conftests(view):
+        origins = _origins(view, path)
+        if origins is None or name in origins.fixtures:
+            return False
+    return True
+
+
 def conftests(view) -> list[str]:
     """The `conftest.py` files from the checked file's folder up to the project root, nearest first."""
     memo = view.__dict__.setdefault("_devlint_conftests", [])
@@ -188,6 +198,7 @@ def _read_origins(view, path: str) -> FileOrigins | None:
 
 def _analyse(data: bytes) -> FileOrigins | None:
     from devlint.analysis.fixtures import fixture_name, function_scoped, is_fixture, returned_values
+    from devlint.analysis.fresh_folders import fixture_gives_fresh
     from devlint.analysis.kinds import MODULE, TENSOR
     from devlint.analysis.origins import fixture_writes_cpu
     from devlint.analysis.placement import CPU, DEVICE, join, placement
@@ -209,6 +220,7 @@ def _analyse(data: bytes) -> FileOrigins | None:
                     "tensor" if kind is TENSOR else "module" if kind is MODULE else None,
                     "cpu" if place is CPU else "device" if place is DEVICE else None,
                     fixture_writes_cpu(ctx, statement),
+                    fixture_gives_fresh(ctx, statement),
                 )
                 origins.fixtures[name] = None if name in origins.fixtures else facts
             elif b"save" in data:

@@ -14,6 +14,9 @@ Two shapes rule that out without knowing what was saved:
   never moved (tokenizers build their tensors on the CPU): the file can only come from an earlier
   run of this code, which saved CPU data (`if os.path.exists(f): return torch.load(f)` ... `torch.save(ids, f)`).
 
+- **a folder created empty this run** (devlint.analysis.fresh_folders): `tmp_path / "m.pt"`, a file in a
+  `tempfile.TemporaryDirectory()`: whatever wrote it ran here.
+
 Either way a call that may bring the file from elsewhere (`shutil.copy(src, P)`, `download(url, P)`,
 `open(P, "wb")`: a writer by `_origins`' judgement that is not a torch save) keeps the finding.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.facts import FileFacts
+from devlint.analysis.fresh_folders import in_fresh_folder
 from devlint.analysis.origins import SAVERS, _calls_with, _verdict, host_value, path_key
 from devlint.syntax import find_arg
 
@@ -33,7 +37,9 @@ _MOVES = frozenset({"to", "cuda", "xpu", "mps", "npu", "hpu", "ipu"})
 
 def written_by_this_run(ctx: FileFacts, load: cst.Call, path: cst.CSTNode) -> bool:
     """Was the file `load` reads (at `path`) written earlier by this run: a round trip, or a cache of CPU
-    data kept by the same function?"""
+    data kept by the same function, or inside a folder created empty this run?"""
+    if in_fresh_folder(ctx, path):
+        return True
     key = path_key(ctx, path)
     if key is None:
         return False

@@ -121,14 +121,16 @@ class TorchLoadWithoutMapLocation(Rule):
       so does a path that differs or cannot be told, another call that may write it (a call named like a
       writer, such as save_checkpoint or fit, or an open for writing), and a parameter pytest may parametrize.
     - A file this run wrote before loading it, whatever it holds: `torch.save(model.state_dict(), p)` then
-      `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier
-      statement of a block that holds the load in the same function or module body, so that it runs first on
-      every path (not in a branch, nor in a loop body the load is after). Every device the saved tensors
-      name exists in this process. Also a cache of one function, `if os.path.exists(f):` with `return
-      torch.load(f)`, where every writer of `f` is a `torch.save(ids, f)` in that function of CPU data or of
-      a tokenizer's `return_tensors="pt"` output never moved (built on the CPU): the file can only come
-      from an earlier run of that code. A path re-bound between, or another call that may bring the file
-      from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
+      `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier statement of a
+      block that holds the load in the same function or module body, so that it runs first on every path (not in a
+      branch, nor in a loop body the load is after). Every device the saved tensors name exists in this process. Also a
+      cache of one function, `if os.path.exists(f):` with `return torch.load(f)`, where every writer of `f` is a
+      `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
+      (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
+      call that may bring the file from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
+    - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
+      TemporaryDirectory(), a fixture of those): `torch.load(tmp_path / "m.pt")` after `trainer.fit(tmp_path)`: its writer
+      ran here. Not a path that may leave it, gettempdir(), a folder of unknown origin, nor a folder copied or downloaded into.
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -185,6 +187,7 @@ class TorchLoadWithoutMapLocation(Rule):
         "import os\nimport torch\ndef tokens(tokenizer, f, texts):\n    if os.path.exists(f):\n"
         "        return torch.load(f)\n    ids = tokenizer(texts, return_tensors=\"pt\")[\"input_ids\"]\n"
         "    torch.save(ids, f)\n    return ids\n",
+        "import torch\ndef test_fit(trainer, tmp_path):\n    trainer.fit(tmp_path)\n    torch.load(tmp_path / \"m.pt\")\n",
     )
     INVALID = (
         Invalid(
@@ -307,7 +310,7 @@ class TorchLoadWithoutMapLocation(Rule):
         if path is not None and placement(self.ctx).saved_on_cpu(path.value):
             return  # this file wrote it from values on the CPU: it loads anywhere
         if path is not None and written_by_this_run(self.ctx, node, path.value):
-            return  # saved earlier by this run (or a CPU cache of this function): its devices exist here
+            return  # written by this run (before, a CPU cache, in a folder made this run): its devices exist here
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
