@@ -8,7 +8,7 @@ import json
 import pytest
 
 from devlint.config import Config
-from devlint.engine import check_source
+from devlint.documents import check_document as check_source
 from devlint.model import Applicability
 from devlint.rescue import async_arguments
 from tests.test_cli import run, write

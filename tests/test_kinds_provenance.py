@@ -117,7 +117,7 @@ TENSORS = {
     # -- functions of the file
     "function returning a tensor": (
         "def make(n):\n    if n < 0:\n        return None\n    return torch.zeros(n)\n\n"
-        "def f(device):\n    make(3).to(device)\n"
+        "def f(device):\n    y = make(3)\n    y.to(device)\n"  # (a bare `make(3).to(...)` is a temporary)
     ),
     "recursive function": (
         "def make(n):\n    if n == 0:\n        return torch.ones(1)\n    return make(n - 1)\n\n"
@@ -125,7 +125,7 @@ TENSORS = {
     ),
     "method returning a tensor": (
         "class Gen:\n    def sample(self):\n        return torch.randn(2)\n"
-        "    def go(self, device):\n        self.sample().to(device)\n"
+        "    def go(self, device):\n        s = self.sample()\n        s.to(device)\n"
     ),
     "no_grad decorated function": (
         "@torch.no_grad()\ndef embed(x):\n    return torch.cat([x, x])\n\n"

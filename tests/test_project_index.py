@@ -280,7 +280,9 @@ def test_same_findings_without_project_imports_on_examples(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "models.py").write_text("import torch\nclass Net(torch.nn.Module):\n    pass\n"
                                         "def make():\n    return torch.zeros(1)\n")
+    # (named as a test file: text checked without a path is taken to be one that pytest may collect,
+    # so that a `tmp_path` parameter is pytest's fresh folder there too: devlint.analysis.fresh_folders)
     for source in SNIPPETS:
-        with_index, without, used = _with_and_without(source, str(tmp_path / "snippet.py"))
+        with_index, without, used = _with_and_without(source, str(tmp_path / "test_snippet.py"))
         if not used:  # (a snippet importing `models` or `make` would see the project's)
             assert with_index == without, source

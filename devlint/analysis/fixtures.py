@@ -173,7 +173,7 @@ class Fixtures:
         facts = conftest_fixture(self.ctx.project, name)
         if facts is not None:
             return Fixture(name, None, facts)
-        return _BUILTIN if conftest_lacks(self.ctx.project, name) else None
+        return _BUILTIN if name in _BUILTINS and conftest_lacks(self.ctx.project, name) else None
 
     def _class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
         block = self.ctx.parent(function)

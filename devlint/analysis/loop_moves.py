@@ -26,6 +26,8 @@ _OPERATIONS = (cst.BinaryOperation, cst.UnaryOperation)
 _CLOSURES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _MEMBERS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Methods that hand back an item the receiver holds (not a new value): moving it was meant to move the item.
+_HELD_ITEMS = frozenset({"get", "setdefault", "__getitem__"})
 
 
 def is_temporary(ctx: FileFacts, root: cst.BaseExpression) -> bool:
@@ -37,6 +39,8 @@ def is_temporary(ctx: FileFacts, root: cst.BaseExpression) -> bool:
         return False
     func = root.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Attribute, cst.Subscript)):
+        if func.attr.value in _HELD_ITEMS:
+            return False  # `feats.get("mask")`: the container's own tensor, as `feats["mask"]` is
         return kinds_of(ctx).of(func.value) is not TENSOR  # `x.contiguous()`: x was meant to move
     return True
 

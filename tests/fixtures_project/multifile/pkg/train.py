@@ -34,9 +34,12 @@ def modules():
 def tensors():
     batch = batch_of()
     batch.to(device)  # error: DL003
-    data.make_batch().to(device)  # error: DL003
-    m.make_batch().to(device)  # error: DL003
-    countdown(3).to(device)  # error: DL003
+    made = data.make_batch()  # (a held value: a bare call's result is a temporary, not a DL003 finding)
+    made.to(device)  # error: DL003
+    also = m.make_batch()
+    also.to(device)  # error: DL003
+    counted = countdown(3)
+    counted.to(device)  # error: DL003
     BATCH.to(device)  # a tensor (pkg/data.py), but a name bound by an import: DL003 leaves those alone
 
 
