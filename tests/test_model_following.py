@@ -158,7 +158,7 @@ def test_each_error_names_the_rules_that_prevent_it():
 
 
 def test_a_rule_is_added_to_the_report_by_one_row(monkeypatch):
-    import devlint.rules as rules
+    import devlint.rule_table as rules  # (the table of rules: one row adds a rule to the report)
 
     error = RuntimeError("CUDA error: an illegal memory access")
     assert _codes(error) == []
