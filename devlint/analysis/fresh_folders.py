@@ -25,7 +25,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.facts import FileFacts
-from devlint.syntax import dotted_name, find_arg, string_value
+from devlint.syntax import calls_in, descendants, dotted_name, find_arg, string_value
 
 FOLDERS = frozenset({"tmp_path", "tmpdir"})
 FACTORIES = frozenset({"tmp_path_factory", "tmpdir_factory"})
@@ -63,7 +63,7 @@ def brings_in(ctx: FileFacts, root: cst.CSTNode) -> bool:
     """A call under `root` that may put a file from outside into a fresh folder."""
     memo = ctx.__dict__.setdefault("_devlint_brings_in", {})
     if id(root) not in memo:
-        memo[id(root)] = any(_brings_in(ctx, call) for call in _calls(root))
+        memo[id(root)] = any(_brings_in(ctx, call) for call in calls_in(root))
     return memo[id(root)]
 
 
@@ -88,27 +88,10 @@ def _brings_in(ctx: FileFacts, call: cst.Call) -> bool:
 
 def _shell_brings_in(ctx: FileFacts, call: cst.Call) -> bool:
     """`subprocess.run(["wget", url, "-P", tmp_path])`, `os.system(f"cp {src} {d}")`: a command that may copy."""
-    nodes = list(_nodes(call))
+    nodes = list(descendants(call))
     words = {w for n in nodes if isinstance(n, (cst.SimpleString, cst.FormattedStringText))
              for w in (string_value(n) if isinstance(n, cst.SimpleString) else n.value).replace("/", " ").split()}
     return bool(words & SHELL_WORDS) and any(fresh(ctx, n) for n in nodes if isinstance(n, cst.BaseExpression))
-
-
-def _nodes(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)
-
-
-def _calls(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            yield node
-        stack.extend(node.children)
 
 
 # -- inside a fresh folder --------------------------------------------------------------------------------
