@@ -106,7 +106,7 @@ def fresh(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
             return _temporary_directory(ctx, expr.value)  # `TemporaryDirectory().name`
         if expr.attr.value == "strpath":
             return fresh(ctx, expr.value, depth + 1)  # (py.path's `tmpdir.strpath`)
-        return False
+        return _object_path(ctx, expr, depth)
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, cst.Divide):
             return fresh(ctx, expr.left, depth + 1) and _relative(ctx, expr.right, depth + 1)
@@ -140,7 +140,15 @@ def _fresh_call(ctx: FileFacts, call: cst.Call, depth: int) -> bool:
         if method == "mktemp" and isinstance(owner, cst.Name):
             param = _parameter(ctx, owner)
             return param is not None and param.name.value in FACTORIES and _builtin(ctx, param)
+        return _object_path(ctx, call, depth)
     return False
+
+
+def _object_path(ctx: FileFacts, expr: cst.CSTNode, depth: int) -> bool:
+    """`h.last_checkpoint`, `h.best()` of `h = Saver(tmp_path)`: devlint.analysis.saver_objects."""
+    from devlint.analysis.saver_objects import object_path
+
+    return object_path(ctx, expr, lambda e: fresh(ctx, e, depth + 1), IMPORT_WORDS)
 
 
 def _py_path(ctx: FileFacts, expr: cst.CSTNode, depth: int) -> bool:
@@ -169,11 +177,15 @@ def _fresh_name(ctx: FileFacts, name: cst.Name, depth: int) -> bool:
     if name.value in ctx.imported_names:
         return False
     assignments = ctx.bindings(name)
+    if len(assignments) > 1:  # re-bound: the binding this read sees, where one certainly ran last
+        from devlint.analysis.derived import last_binding
+
+        assignments = [b for b in [last_binding(ctx, name)] if b is not None]
     if len(assignments) != 1:
         return False
     node = assignments[0].node
     if isinstance(node, cst.Param):
-        return _fresh_param(ctx, node)
+        return _fresh_param(ctx, node, depth)
     parent = ctx.parent(ctx.parent(node))
     if isinstance(parent, cst.WithItem) and parent.asname is not None and parent.asname.name is node:
         return _temporary_directory_call(ctx, parent.item)  # `with TemporaryDirectory() as d`
@@ -181,17 +193,24 @@ def _fresh_name(ctx: FileFacts, name: cst.Name, depth: int) -> bool:
     return value is not None and fresh(ctx, value, depth + 1)
 
 
-def _fresh_param(ctx: FileFacts, param: cst.Param) -> bool:
+def _fresh_param(ctx: FileFacts, param: cst.Param, depth: int) -> bool:
     from devlint.analysis.fixtures import fixture_of
 
-    if param.name.value in FOLDERS:
-        return _builtin(ctx, param)
+    if param.name.value in FOLDERS and _builtin(ctx, param):
+        return True
     fixture = fixture_of(ctx, param)
     if fixture is None:
-        return False
+        return _every_call_passes_fresh(ctx, param, depth)
     if fixture.definition is None:
         return bool(getattr(fixture.facts, "fresh_dir", False))
     return fixture_gives_fresh(ctx, fixture.definition)
+
+
+def _every_call_passes_fresh(ctx: FileFacts, param: cst.Param, depth: int) -> bool:
+    """A helper's parameter that each of its calls fills with a fresh path: devlint.analysis.fresh_parameters."""
+    from devlint.analysis.fresh_parameters import every_call_passes_fresh
+
+    return every_call_passes_fresh(ctx, param, lambda e: fresh(ctx, e, depth + 1))
 
 
 def _builtin(ctx: FileFacts, param: cst.Param) -> bool:
