@@ -14,8 +14,12 @@ so every device its tensors name exists here; on a machine without CUDA its writ
 The loaded path must provably lie inside: built from the folder by `/`, `os.path.join`, `.joinpath`,
 `str()`/`Path()`, an f-string or `+ "/..."`, with each added part relative and not climbing out (a literal
 without a leading `/` or a `..`, a name bound once to one, a number, an entry of `os.listdir(...)`), or a
-name bound once to such an expression. `tempfile.gettempdir()` is shared, not fresh; a folder a test gets
-from elsewhere, a fixed path, a parameter: not cleared. A file brought in from outside keeps the finding:
+name whose binding its read sees (bound once, or the last binding that certainly ran:
+devlint.analysis.derived.last_binding) is such an expression. Also a path that an object built on a fresh
+folder names (`h = Saver(tmp_path)`, `torch.load(h.last_checkpoint)`: devlint.analysis.saver_objects), and a
+private helper's parameter that every direct call fills with a fresh path (devlint.analysis.fresh_parameters).
+`tempfile.gettempdir()` is shared, not fresh; a folder a test gets from elsewhere, a fixed path, another
+parameter: not cleared. A file brought in from outside keeps the finding:
 any call named like a copy, a download or an unpacking, or a binary `open(..., "wb")`/`.write_bytes`,
 with a fresh path as an argument anywhere in the file (or, for a conftest fixture, in that conftest).
 """

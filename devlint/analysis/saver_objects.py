@@ -6,8 +6,9 @@ file it wrote there during this run. Such a path counts as inside the fresh fold
 
 - the path is `obj.attr` or `obj.method(...)` (positional arguments only), and `obj` is a plain name whose
   binding that the read sees (devlint.analysis.derived.last_binding: the last plain assignment before it in
-  the same scope, certainly run) is a call with a fresh folder among its arguments and no other argument
-  that may name a place (below);
+  the same scope, certainly run) is a call of a class (a callee named in CamelCase: a function such as
+  `make_saver(tmp_path)` may hand back an object built elsewhere, on another folder) with a fresh folder
+  among its arguments and no other argument that may name a place (below);
 - that call does not make a path itself (`Path(tmp_path)`, a callee named like a path, a copy or a
   download; a method of the folder), so `obj.parent` cannot climb out;
 - the attribute or method is not named like a file from elsewhere or a way out of the folder
@@ -22,10 +23,12 @@ file it wrote there during this run. Such a path counts as inside the fresh fold
 
 An argument "may name a place" unless it is a fresh path, a number, `True`/`False`/`None`, a lambda, a
 comparison, a string that is a plain word (no `/`, `\\`, `~`, `:` or `.`: `"PREFIX"`, `"{epoch}"`), a
-name bound once to one of those, or a name, attribute, call or container none of whose words names a
-place (`path`, `dir`, `file`, `url`, `ckpt`, `weights`, `resume`, ...: `engine`, `to_save`,
-`require_empty`); a keyword named like a place (`resume_from=x`) needs a literal or a fresh value, and
-a keyword named like a download (`download=True`) keeps the finding unless it is False or None.
+name bound once to one of those, a name or attribute none of whose words names a place (`path`, `dir`,
+`file`, `url`, `ckpt`, `weights`, `resume`, ...: `engine`, `to_save`, `require_empty`), a call whose
+callee is not named like a path (`get_path()`, `os.path.join`) and whose arguments name no place
+(`Net()`, `Engine(lambda e, b: None)`), or a container of those. A keyword named like a place
+(`resume_from=x`) needs a literal or a fresh value; one named like a download (`download=True`) keeps the
+finding unless it is False or None.
 """
 
 from __future__ import annotations
@@ -88,8 +91,9 @@ def _built_on_fresh(ctx: FileFacts, call: cst.Call, fresh: Fresh, import_words) 
         return False
     if isinstance(func, cst.Attribute) and fresh(func.value):
         return False  # (a method of the folder: `tmp_path.joinpath(...)`, a path)
-    if any(_worded(part, PATH_MAKERS, import_words) for part in name.split(".")):
-        return False
+    if not name.rsplit(".", 1)[-1][:1].isupper() or any(
+            _worded(part, PATH_MAKERS, import_words) for part in name.split(".")):
+        return False  # (a function may hand back an object built elsewhere, on another folder)
     folders = [a for a in call.args if fresh(a.value)]
     return bool(folders) and not any(_argument_may_name_place(ctx, a, fresh, import_words)
                                      for a in call.args if a not in folders)

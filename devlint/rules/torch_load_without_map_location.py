@@ -131,6 +131,10 @@ class TorchLoadWithoutMapLocation(Rule):
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
       TemporaryDirectory(), a fixture of those): `torch.load(tmp_path / "m.pt")` after `trainer.fit(tmp_path)`: its writer
       ran here. Not a path that may leave it, gettempdir(), a folder of unknown origin, nor a folder copied or downloaded into.
+      Also a file that an object built in the same function on such a folder names by an attribute or a method
+      (`saver = Saver(folder, "run")`, then `torch.load(saver.last_checkpoint)`), unless it also gets a place or a
+      download, or is re-bound or redirected; and a private helper's folder parameter that every direct call in the file
+      fills with such a folder (`_check(tmp_path / "1", engine)`).
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -188,6 +192,10 @@ class TorchLoadWithoutMapLocation(Rule):
         "        return torch.load(f)\n    ids = tokenizer(texts, return_tensors=\"pt\")[\"input_ids\"]\n"
         "    torch.save(ids, f)\n    return ids\n",
         "import torch\ndef test_fit(trainer, tmp_path):\n    trainer.fit(tmp_path)\n    torch.load(tmp_path / \"m.pt\")\n",
+        # a file that an object built on a fresh folder names, in a helper every call gives a fresh folder
+        "import torch\ndef _check(folder, engine):\n    saver = Saver(folder, \"run\")\n"
+        "    saver(engine, {\"model\": torch.nn.Linear(2, 2)})\n    torch.load(saver.last_checkpoint)\n\n"
+        "def test_saves(tmp_path, engine):\n    _check(tmp_path / \"1\", engine)\n",
     )
     INVALID = (
         Invalid(
