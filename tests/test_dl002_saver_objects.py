@@ -111,7 +111,8 @@ FLAGGED = {
     "object_rebound": _ATTRIBUTE.replace("fname = h.last_checkpoint", 'h = Saver("/data", PREFIX)\n'
                                          "        fname = h.last_checkpoint"),
     "rebound_in_a_branch": _ATTRIBUTE.replace(
-        "fname = h.last_checkpoint", 'if resume:\n            h = Saver(OTHER, PREFIX)\n        fname = h.last_checkpoint'),
+        "fname = h.last_checkpoint",
+        "if resume:\n            h = Saver(OTHER, PREFIX)\n        fname = h.last_checkpoint"),
     "path_rebound_in_a_branch": CLEARED["path_rebound"].replace('p = tmp_path / "b.pt"', 'if old:\n'
                                                                 '            p = "/data/b.pt"'),
     # another argument that may point it at a file elsewhere, or a download
