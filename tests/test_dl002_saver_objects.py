@@ -118,6 +118,8 @@ FLAGGED = {
     # another argument that may point it at a file elsewhere, or a download
     "other_place": _ATTRIBUTE.replace("create_dir=False", 'init_from="/models/base.pt"'),
     "place_keyword": _ATTRIBUTE.replace("create_dir=False", "resume_from=previous"),
+    "load_keyword": _ATTRIBUTE.replace("create_dir=False", "load_from=previous").replace(
+        "h.last_checkpoint", "h.checkpoint"),
     "place_name": _ATTRIBUTE.replace("PREFIX, create_dir=False", "PREFIX, weights_path"),
     "download_keyword": _ATTRIBUTE.replace("create_dir=False", "download=True"),
     "runner_resumes": _RUNNER.replace('accelerator="cpu"', "resume_from_checkpoint=CKPT"),

@@ -24,7 +24,7 @@ file it wrote there during this run. Such a path counts as inside the fresh fold
 An argument "may name a place" unless it is a fresh path, a number, `True`/`False`/`None`, a lambda, a
 comparison, a string that is a plain word (no `/`, `\\`, `~`, `:` or `.`: `"PREFIX"`, `"{epoch}"`), a
 name bound once to one of those, a name or attribute none of whose words names a place (`path`, `dir`,
-`file`, `url`, `ckpt`, `weights`, `resume`, ...: `engine`, `to_save`, `require_empty`), a call whose
+`file`, `url`, `ckpt`, `weights`, `resume`, `from`, ...: `engine`, `to_save`, `require_empty`), a call whose
 callee is not named like a path (`get_path()`, `os.path.join`) and whose arguments name no place
 (`Net()`, `Engine(lambda e, b: None)`), or a container of those. A keyword named like a place
 (`resume_from=x`) needs a literal or a fresh value; one named like a download (`download=True`) keeps the
@@ -44,7 +44,8 @@ from devlint.syntax import dotted_name, name_words, string_value
 # Words of a name that may hold a path (an argument that may point the object at a file elsewhere).
 PLACE_WORDS = frozenset({"path", "paths", "dir", "dirs", "dirname", "dirpath", "folder", "folders", "root",
                          "file", "files", "filename", "fname", "filepath", "url", "uri", "ckpt", "checkpoint",
-                         "weights", "pretrained", "resume", "src", "source", "cache", "home", "location", "archive"})
+                         "weights", "pretrained", "resume", "src", "source", "cache", "home", "location", "archive",
+                         "restore", "from"})
 # Words of a callee that makes a path (`UPath(tmp_path)`, `PurePosixPath(...)`), not an object that keeps one.
 PATH_MAKERS = frozenset({"path", "paths", "dir", "dirname", "folder", "str", "join", "local", "fspath"})
 # Words of a callee whose result may be a path (`get_path()`, `os.path.join(...)`, `find_file(...)`).
@@ -54,7 +55,8 @@ PATH_RESULTS = PATH_MAKERS | frozenset({"dirpath", "file", "filename", "fname", 
 ELSEWHERE_WORDS = frozenset({"pretrained", "resume", "resumed", "init", "initial", "base", "remote", "url", "hub",
                              "cache", "cached", "source", "src", "origin", "original", "reference", "golden",
                              "expected", "asset", "assets", "external", "shared", "home", "default", "parent",
-                             "parents", "anchor", "drive", "cwd", "with", "relative"})
+                             "parents", "anchor", "drive", "cwd", "with", "relative", "load", "loaded", "restore",
+                             "from", "input", "import", "imported"})
 _PLAIN_WORD = re.compile(r"[^/\\~:.]*")
 _LITERAL_NAMES = frozenset({"True", "False", "None"})
 MAX_DEPTH = 6
