@@ -8,6 +8,8 @@ from functools import cached_property
 
 from devlint.device_options import FixOptions  # noqa: F401  (re-exported: rules import it from here)
 from devlint.facts import FileFacts, target_names  # noqa: F401  (target_names re-exported for the rules)
+# The analyses that answer those below them through devlint.facts.answer: loaded with the context.
+from devlint.analysis import origin_files, placement  # noqa: F401
 
 
 class FileContext(FileFacts):

@@ -22,6 +22,27 @@ from devlint.positions import LazyPositions
 from devlint.syntax import dotted_name, module_torch_alias, walk
 
 
+# -- analyses that rest on each other ------------------------------------------------------------------------
+# A value's place rests on the origin of the file it was loaded from, which rests on the place of what was
+# saved there; a conftest.py's fixture is judged by the same analyses as the test that receives it. Such
+# analyses reach each other through this table, which the answering module fills when it is imported
+# (devlint.context imports them all), so that their imports go one way: the recursion is in the data only.
+_ANSWERS: dict[str, object] = {}
+
+
+def answers(question: str, answerer) -> None:
+    """`answerer` answers `question` for the analyses below the module that registers it."""
+    _ANSWERS[question] = answerer
+
+
+def answer(question: str):
+    """The function registered for `question` (see `answers`)."""
+    try:
+        return _ANSWERS[question]
+    except KeyError:
+        raise LookupError(f"no analysis answers {question!r}: import devlint.context first") from None
+
+
 class _Everything(frozenset):
     def __contains__(self, item) -> bool:
         return True

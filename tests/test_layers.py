@@ -29,3 +29,21 @@ def test_the_imports_keep_the_layers_and_make_no_loop():
         "an import breaks devlint's layers (see CONTRIBUTING.md). The contract:\n\n"
         f"{_contract()}\nimport-linter says:\n{done.stdout}{done.stderr}"
     )
+
+
+def test_no_contract_ignores_an_import():
+    # An ignored import is a loop or an upward import the contract no longer sees: analyses that rest on
+    # each other go through devlint.facts.answer instead (CONTRIBUTING.md).
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert "ignore_imports" not in text[text.index("[tool.importlinter]"):]
+
+
+def test_an_analysis_asked_before_its_module_is_loaded_says_so():
+    from devlint.facts import answer
+
+    try:
+        answer("no such question")
+    except LookupError as error:
+        assert "no such question" in str(error)
+    else:
+        raise AssertionError("an unanswered question must fail loudly, not answer None")

@@ -20,7 +20,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from devlint.facts import FileFacts
+from devlint.facts import FileFacts, answer
 from devlint.syntax import dotted_name, find_arg, string_value
 
 # pytest's own fixtures, for text checked without a file (and so without conftest.py files to read).
@@ -168,12 +168,11 @@ class Fixtures:
             return None
         if self.ctx.project is None:
             return _BUILTIN if name in _BUILTINS else None  # (text with no file: no conftest.py to read)
-        from devlint.analysis.origin_files import conftest_fixture, conftest_lacks
-
-        facts = conftest_fixture(self.ctx.project, name)
+        # (devlint.analysis.origin_files judges a conftest.py with the analyses that ask this one)
+        facts = answer("conftest_fixture")(self.ctx.project, name)
         if facts is not None:
             return Fixture(name, None, facts)
-        return _BUILTIN if name in _BUILTINS and conftest_lacks(self.ctx.project, name) else None
+        return _BUILTIN if name in _BUILTINS and answer("conftest_lacks")(self.ctx.project, name) else None
 
     def _class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
         block = self.ctx.parent(function)

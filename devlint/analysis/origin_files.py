@@ -22,7 +22,7 @@ import libcst as cst
 
 from devlint.analysis.kinds import kinds_of
 from devlint import depends
-from devlint.facts import FileFacts
+from devlint.facts import FileFacts, answers
 from devlint.syntax import dotted_name, find_arg
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
@@ -230,3 +230,9 @@ def _analyse(data: bytes) -> FileOrigins | None:
         return origins
     except Exception:  # (a file that does not parse, or too deep: nothing known of it)
         return None
+
+
+# Asked by devlint.analysis.origins and devlint.analysis.fixtures, which this module's analyses rest on.
+answers("writer_saves", writer_saves)
+answers("conftest_fixture", conftest_fixture)
+answers("conftest_lacks", conftest_lacks)

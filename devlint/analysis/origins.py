@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.facts import FileFacts
+from devlint.analysis.places import CPU
+from devlint.facts import FileFacts, answer
 from devlint.syntax import dotted_name, find_arg, string_value
 
 SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
@@ -175,9 +176,7 @@ def _verdict(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool | None:
 
 def _writer_verdict(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool | None:
     """A function of this file or the project that saves to its path parameter with `torch.save`."""
-    from devlint.analysis import origin_files as _file_facts
-
-    saves = _file_facts.writer_saves(ctx, call)
+    saves = answer("writer_saves")(ctx, call)  # (devlint.analysis.origin_files)
     if saves is None:
         return None
     verdicts = []
@@ -235,7 +234,7 @@ def _inside(ctx: FileFacts, node: cst.CSTNode, root: cst.CSTNode) -> bool:
 # -- values without a tensor off the CPU -------------------------------------------------------------------
 def host_value(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
     """Does `expr` hold only CPU tensors or none at all (strings, numbers, PIL images, containers of those)?"""
-    from devlint.analysis.placement import CPU, placement
+    placement = answer("placement")  # (devlint.analysis.placement, which asks this module)
 
     if depth > MAX_DEPTH:
         return False
@@ -305,7 +304,7 @@ def _filled_elsewhere(ctx: FileFacts, assignments, depth: int) -> bool:
 def instance_place(ctx: FileFacts, call: cst.Call):
     """CPU for `Cls(args)` of a class (of this file or the project) that moves nothing to a device in any
     of its methods nor its project bases, given CPU arguments; None when that cannot be told."""
-    from devlint.analysis.placement import CPU, placement
+    placement = answer("placement")  # (devlint.analysis.placement, which asks this module)
 
     if any(a.star for a in call.args) or find_arg(call, "device", None) is not None:
         return None

@@ -56,12 +56,12 @@ that rests on such a cut is kept only until the outermost question is answered (
 
 from __future__ import annotations
 
-import enum
 from functools import cached_property
 
 import libcst as cst
 
-from devlint.facts import FileFacts
+from devlint.facts import FileFacts, answers
+from devlint.analysis.places import CPU, DEVICE, UNKNOWN, Place  # noqa: F401  (re-exported)
 from devlint.analysis.kinds import kinds_of
 from devlint.analysis.vocabulary import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
 from devlint.analysis.fixtures import fixture_of, function_scoped, returned_values
@@ -69,13 +69,6 @@ from devlint.analysis.origins import instance_place, written_on_cpu
 from devlint.syntax import dotted_name, find_arg, name_words, string_value, walk
 
 
-class Place(enum.Enum):
-    CPU = "cpu"
-    DEVICE = "device"
-    UNKNOWN = "unknown"
-
-
-CPU, DEVICE, UNKNOWN = Place.CPU, Place.DEVICE, Place.UNKNOWN
 
 LOADERS = frozenset({"torch.load", "torch.serialization.load", "torch.jit.load", "torch.jit._serialization.load"})
 SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
@@ -117,6 +110,7 @@ def placement_of(facts: FileFacts) -> "Placement":
 
 
 placement = placement_of  # (the name the rules and tests call it by)
+answers("placement", placement_of)  # (devlint.analysis.origins asks it: see devlint.facts.answer)
 
 
 def join(places) -> Place:

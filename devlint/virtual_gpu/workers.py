@@ -22,7 +22,8 @@ from __future__ import annotations
 import multiprocessing.spawn
 import threading
 
-_CHILD = "import devlint.virtual_gpu.workers as _w; _w.enter_for_process({devices}, {memory!r}); "
+# The child's entry point lives in devlint.virtual_gpu.child: it builds the patches, which import this module.
+_CHILD = "import devlint.virtual_gpu.child as _c; _c.enter_for_process({devices}, {memory!r}); "
 
 
 def patch_threads(patches) -> None:
@@ -48,19 +49,3 @@ def patch_spawn(patches) -> None:
         return cmd
 
     patches.set(multiprocessing.spawn, "get_command_line", get_command_line)
-
-
-def enter_for_process(devices: int, memory: int | None = None) -> None:
-    """In a spawned worker: the virtual GPU for the rest of the process's life (never undone, so
-    nothing runs at interpreter shutdown)."""
-    from devlint.virtual_gpu.memory import patch_memory
-    from devlint.virtual_gpu.mode import VirtualGPU
-    from devlint.virtual_gpu.patches import _Patches
-
-    mode = VirtualGPU(devices)
-    mode.memory_limit = memory
-    patches = _Patches(mode)
-    patches.apply()
-    if memory is not None:
-        patch_memory(patches, memory)
-    mode.__enter__()
