@@ -105,13 +105,17 @@ class TorchLoadWithoutMapLocation(Rule):
     - `torch.hub.load_state_dict_from_url(url)`: published weights are normally saved from the CPU.
     - A file whose every writer found wrote CPU data (values the placement fact puts on the CPU, or no
       tensors at all: strings, numbers, PIL images, containers of those not filled later with other
-      values), named by the same string, the same binding of a name in its scope, or the same expression
-      of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path, "m.pt")`, `str(tmp_path / "t.pt")`). The writers followed:
+      values, the result of a function annotated `-> str` or another type that holds no tensor, or whose
+      every return is a string), named by the same string, the same binding of a name in its scope, or the
+      same expression of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path, "m.pt")`, `str(tmp_path /
+      "t.pt")`), also over an attribute of the instance that nothing re-binds after construction, read in a
+      method of a class that writes it (`os.path.join(self.root, "obj.pt")`). The writers followed:
       - `torch.save` in the same file (or notebook): `torch.save(model.state_dict(), "m.pt")` of a model
         built and kept on the CPU, then `torch.load("m.pt")`; also an instance of a class of the file or
         the project that moves nothing to a device, built from CPU values: `torch.save(norm, "norm.pt")`;
       - a function of the file or the project that saves its path parameter: `save_vocab(words,
-        "vocab.pt")` where `save_vocab` does `torch.save(words, path)` and `words` is a list of strings;
+        "vocab.pt")` where `save_vocab` does `torch.save(words, path)` and `words` is a list of strings
+        (or writes the path with nothing but the bytes of an `io.BytesIO()` that `torch.save` wrote);
       - a pytest fixture of the file (or of a conftest.py from the test's folder up to the project root)
         that returns or yields a path it saved CPU data to, which the test receives as its parameter:
         `def test_restores(weights):` with a fixture `weights` that ends `torch.save(model.state_dict(),
@@ -173,6 +177,15 @@ class TorchLoadWithoutMapLocation(Rule):
         # a function that saves its path parameter, called with data that holds no tensor
         "import torch\ndef save_vocab(words, path):\n    torch.save(words, path)\n\n"
         "words = [\"a\", \"b\"]\nsave_vocab(words, \"vocab.pt\")\nvocab = torch.load(\"vocab.pt\")\n",
+        # a function that writes its path with the bytes of a buffer torch.save wrote
+        "import io\nimport torch\ndef save_words(words, path):\n    buffer = io.BytesIO()\n"
+        "    torch.save(words, buffer)\n    with open(path, \"wb\") as f:\n        f.write(buffer.getvalue())\n\n"
+        "save_words([\"a\"], \"w.pt\")\nwords = torch.load(\"w.pt\")\n",
+        # a path under an attribute of the instance, written by the class from a function's string result
+        "import os\nimport torch\ndef describe(obj) -> str:\n    return str(obj)\n\nclass Cache:\n"
+        "    def __init__(self, root):\n        self.root = root\n\n    def changed(self, obj):\n"
+        "        return torch.load(os.path.join(self.root, \"obj.pt\")) != describe(obj)\n\n"
+        "    def write(self, obj):\n        torch.save(describe(obj), os.path.join(self.root, \"obj.pt\"))\n",
         # a pytest fixture that returns a path it saved CPU data to
         "import pytest\nimport torch\n@pytest.fixture\ndef weights(tmp_path):\n    model = torch.nn.Linear(2, 2)\n"
         "    path = tmp_path / \"w.pt\"\n    torch.save(model.state_dict(), path)\n    return path\n\n"
