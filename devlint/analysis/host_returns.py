@@ -26,13 +26,15 @@ _CONTAINERS = frozenset({"List", "list", "Dict", "dict", "Tuple", "tuple", "Set"
                          "MutableSequence", "AbstractSet", "Literal"})
 
 
-def call_returns_host(ctx: FileFacts, call: cst.Call) -> bool:
-    """Is `call` a call of a function whose result holds no tensor off the CPU, by its definition?"""
+def call_returns_host(ctx: FileFacts, call: cst.Call, judge, project_functions) -> bool:
+    """Is `call` a call of a function whose result holds no tensor off the CPU, by its definition?
+    `judge(ctx, expr)`: is a returned value CPU data (origins' `host_value`); `project_functions(view,
+    path)`: the names of such top-level functions of a project file (devlint.analysis.origin_files)."""
     func = call.func
     if isinstance(func, cst.Name) and func.value not in ctx.imported_names:
         assignments = ctx.bindings(func)
         if len(assignments) == 1 and isinstance(assignments[0].node, cst.FunctionDef):
-            return returns_host(ctx, assignments[0].node)
+            return returns_host(ctx, assignments[0].node, judge)
         return False
     view = ctx.project
     if view is None or not (isinstance(func, cst.Name) or isinstance(func, cst.Attribute)
@@ -40,26 +42,20 @@ def call_returns_host(ctx: FileFacts, call: cst.Call) -> bool:
         return False
     names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
     found = view.definition(names.pop()) if len(names) == 1 else None
-    if found is None:
-        return False
-    from devlint.analysis.origin_files import host_functions
-
-    return found[1] in host_functions(view, found[0])
+    return found is not None and found[1] in project_functions(view, found[0])
 
 
-def returns_host(ctx: FileFacts, function: cst.FunctionDef) -> bool:
+def returns_host(ctx: FileFacts, function: cst.FunctionDef, judge) -> bool:
     memo = ctx.__dict__.setdefault("_devlint_host_returns", {})
     if function not in memo:
         memo[function] = False  # (a recursive call while this one is judged: not known yet)
-        memo[function] = _judge(ctx, function)
+        memo[function] = _judge(ctx, function, judge)
     return memo[function]
 
 
-def _judge(ctx: FileFacts, function: cst.FunctionDef) -> bool:
+def _judge(ctx: FileFacts, function: cst.FunctionDef, judge) -> bool:
     if function.returns is not None:
         return no_tensor_type(function.returns.annotation)
-    from devlint.analysis.origins import host_value
-
     returns, stack = [], [function.body]
     while stack:
         node = stack.pop()
@@ -74,7 +70,7 @@ def _judge(ctx: FileFacts, function: cst.FunctionDef) -> bool:
     ends_with_return = bool(body) and isinstance(body[-1], cst.SimpleStatementLine) and isinstance(
         body[-1].body[-1], (cst.Return, cst.Raise))
     return bool(returns) and ends_with_return and all(
-        r.value is not None and host_value(ctx, r.value) for r in returns)
+        r.value is not None and judge(ctx, r.value) for r in returns)
 
 
 def no_tensor_type(annotation: cst.BaseExpression) -> bool:

@@ -216,7 +216,7 @@ def _analyse(data: bytes) -> FileOrigins | None:
     from devlint.analysis.fixtures import fixture_name, function_scoped, is_fixture, returned_values
     from devlint.analysis.fresh_folders import fixture_gives_fresh
     from devlint.analysis.kinds import MODULE, TENSOR
-    from devlint.analysis.origins import fixture_writes_cpu
+    from devlint.analysis.origins import fixture_writes_cpu, host_value
     from devlint.analysis.placement import CPU, DEVICE, join, placement
     from devlint.analysis.host_returns import returns_host
 
@@ -227,7 +227,7 @@ def _analyse(data: bytes) -> FileOrigins | None:
         for statement in module.body:
             if not isinstance(statement, cst.FunctionDef):
                 continue
-            if returns_host(ctx, statement):
+            if returns_host(ctx, statement, host_value):
                 origins.host_functions.add(statement.name.value)
             if is_fixture(ctx, statement):
                 name = fixture_name(ctx, statement)

@@ -63,7 +63,8 @@ def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
             return None
         assignments = ctx.bindings(expr)
         if len(assignments) != 1:
-            return _self_paths.rebound_key(ctx, expr, depth) if len(assignments) > 1 else None
+            value = _self_paths.rebound_value(ctx, expr) if len(assignments) > 1 else None
+            return path_key(ctx, value, depth + 1) if value is not None else None
         node = assignments[0].node
         value = ctx.assigned_value(node)
         if value is not None:
@@ -268,7 +269,9 @@ def host_value(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "join" and string_value(
                 expr.func.value) is not None:
             return True  # `" ".join(words)`
-        if _host_returns.call_returns_host(ctx, expr):
+        from devlint.analysis.origin_files import host_functions
+
+        if _host_returns.call_returns_host(ctx, expr, host_value, host_functions):
             return True  # `def describe(obj) -> str`
     if isinstance(expr, cst.Name):
         assignments = ctx.bindings(expr)
