@@ -7,6 +7,7 @@ import libcst as cst
 from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
+from devlint.analysis.cache_folders import in_cpu_cache_folder
 from devlint.analysis.device import device_failure, device_reference, unproven_reference
 from devlint.analysis.kinds import MODULE
 from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
@@ -132,6 +133,10 @@ class TorchLoadWithoutMapLocation(Rule):
       `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
       (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
       call that may bring the file from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
+    - A file of a cache folder, `torch.load(os.path.join(folder, f"{k}.pt"))`, where every call that may write a file of
+      that name pattern in the folder is a `torch.save` of CPU data, followed through the containers it was gathered
+      in (`d[k].append(t[k])`, `torch.cat(v)`, a tokenizer's output), and nothing copies or downloads into the folder
+      or a folder above it. A name read from a listing of the folder has no pattern and stays flagged.
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
       TemporaryDirectory(), a fixture of those): `torch.load(tmp_path / "m.pt")` after `trainer.fit(tmp_path)`: its writer
       ran here. Not a path that may leave it, gettempdir(), a folder of unknown origin, nor a folder copied or downloaded into.
@@ -200,6 +205,13 @@ class TorchLoadWithoutMapLocation(Rule):
         "import os\nimport torch\ndef tokens(tokenizer, f, texts):\n    if os.path.exists(f):\n"
         "        return torch.load(f)\n    ids = tokenizer(texts, return_tensors=\"pt\")[\"input_ids\"]\n"
         "    torch.save(ids, f)\n    return ids\n",
+        # a cache folder written with CPU data under the loaded name pattern
+        "import os\nimport torch\ndef tokens(tokenizer, folder, texts, keys):\n"
+        "    if all(os.path.exists(os.path.join(folder, f\"{k}.pt\")) for k in keys):\n"
+        "        return {k: torch.load(os.path.join(folder, f\"{k}.pt\")) for k in keys}\n"
+        "    d = {k: [] for k in keys}\n    for text in texts:\n        t = tokenizer(text, return_tensors=\"pt\")\n"
+        "        for k in keys:\n            d[k].append(t[k])\n    for k, v in d.items():\n"
+        "        torch.save(torch.cat(v), os.path.join(folder, f\"{k}.pt\"))\n",
         "import torch\ndef test_fit(trainer, tmp_path):\n    trainer.fit(tmp_path)\n    torch.load(tmp_path / \"m.pt\")\n",
     )
     INVALID = (
@@ -324,6 +336,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return  # this file wrote it from values on the CPU: it loads anywhere
         if path is not None and written_by_this_run(self.ctx, node, path.value):
             return  # written by this run (before, a CPU cache, in a folder made this run): its devices exist here
+        if path is not None and in_cpu_cache_folder(self.ctx, node, path.value):
+            return  # a file of a cache folder whose every writer saves CPU data
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
