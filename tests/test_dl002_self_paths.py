@@ -144,3 +144,42 @@ def test_a_read_that_may_see_either_binding_leaves_the_name_without_identity():
         "    f = folder + \"/b.pt\"\n", "    if folder:\n        f = folder + \"/b.pt\"\n    save_model(f)\n")
     # `save_model(f)` may write a.pt or b.pt: no read of `f` has an identity, the load stays flagged
     assert _lines(source) == [13]
+
+
+# -- properties ----------------------------------------------------------------------------------------------
+PROPERTY = '''
+import torch
+
+
+class Saver:
+    def __init__(self, root):
+        self.root = root
+        self.step = 0
+
+    @property
+    def path(self):
+        return f"{{self.root}}/ckpt_{{self.step}}.pt"
+
+    def save_and_check(self, model):
+        torch.save(model.state_dict(), self.path)
+        {between}
+        return torch.load(self.path)
+'''
+
+
+def test_a_property_over_attributes_set_at_construction_names_one_file():
+    assert _lines(PROPERTY.format(between="print(model)")) == []  # saved just before: a round trip
+
+
+def test_a_property_over_state_that_changes_has_no_identity():
+    # the save and the load name two different files (one may come from an earlier run)
+    assert _lines(PROPERTY.format(between="self.step += 1")) == [17]
+    complex_body = PROPERTY.format(between="print(model)").replace(
+        "        return f\"{self.root}", "        print(self.root)\n        return f\"{self.root}", 1)
+    assert _lines(complex_body) == [18]
+
+
+def test_an_attribute_neither_assigned_nor_defined_in_the_file_has_no_identity():
+    # (a property of a base class elsewhere, of any state)
+    source = PROPERTY.format(between="print(model)").replace("        self.root = root\n", "")
+    assert _lines(source) == [16]

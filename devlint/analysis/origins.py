@@ -75,7 +75,7 @@ def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
             return None  # (a loop target, an unpacking, an import: not one value)
         return ("binding", node)
     if isinstance(expr, cst.Attribute):
-        return _self_paths.attribute_key(ctx, expr)  # `self.root`: see devlint.analysis.self_paths
+        return _self_paths.attribute_key(ctx, expr, path_key)  # `self.root`: see devlint.analysis.self_paths
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.Add)):
         left, right = path_key(ctx, expr.left, depth + 1), path_key(ctx, expr.right, depth + 1)
         return None if left is None or right is None else ("join", left, right)

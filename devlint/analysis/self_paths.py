@@ -6,8 +6,11 @@ in a class body, not a static or class method), names the same thing wherever th
 nothing in the file re-binds `X` after construction: every assignment to an attribute named `X`
 (`obj.X = ...`, `obj.X += ...`, `del obj.X`, a loop or `with` target), of any object, is in an
 `__init__`, at most once in each and not in a loop there, and the file binds no attribute by a computed
-name (`setattr`, `delattr`, `__setattr__`, a write through `obj.__dict__` or `vars(obj)`). A property (`@property def X`) is never assigned, so it
-qualifies. Its identity is the attribute's name, for the whole file: writers of `self.X` in another
+name (`setattr`, `delattr`, `__setattr__`, a write through `obj.__dict__` or `vars(obj)`). `X` must be
+assigned or defined in the file (one defined elsewhere may be a property of any state), and every `def X`
+of a class of the file must be a property whose body is one `return` of a path expression with an
+identity (`return os.path.join(self.root, "processed")`): a property of mutable state (`f"ckpt_{self.step}.pt"`)
+could name another file between a save and a load. Its identity is the attribute's name, for the whole file: writers of `self.X` in another
 class of the file count as writers too (more writers only make "every writer wrote CPU data" harder).
 Two instances may hold different values; the files they name are all written by the code that names
 them the same way, which is what "every writer found" asks. To keep that tie, a verdict on a path with
@@ -27,15 +30,17 @@ import libcst as cst
 from devlint.facts import FileFacts
 
 _STATIC = frozenset({"staticmethod", "classmethod"})
+_PROPERTIES = frozenset({"property", "cached_property"})
 _NAMESPACE_WRITES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"})
 
 
-def attribute_key(ctx: FileFacts, expr: cst.Attribute):
-    """("attribute", X) for `self.X` in a method when `X` is never re-bound after construction, else None."""
+def attribute_key(ctx: FileFacts, expr: cst.Attribute, key_of):
+    """("attribute", X) for `self.X` in a method when `X` is never re-bound after construction, else None.
+    `key_of(ctx, expr)`: the path key of an expression (origins' `path_key`), for a property's value."""
     if not isinstance(expr.value, cst.Name) or not _is_instance(ctx, expr.value):
         return None
     name = expr.attr.value
-    return ("attribute", name) if _stable(ctx, name) else None
+    return ("attribute", name) if _stable(ctx, name, key_of) else None
 
 
 def has_attribute(key) -> bool:
@@ -108,11 +113,41 @@ def _is_instance(ctx: FileFacts, name: cst.Name) -> bool:
     return not any(isinstance(d.decorator, cst.Name) and d.decorator.value in _STATIC for d in function.decorators)
 
 
-def _stable(ctx: FileFacts, name: str) -> bool:
+def _stable(ctx: FileFacts, name: str, key_of) -> bool:
     memo = ctx.__dict__.setdefault("_devlint_stable_attributes", {})
     if name not in memo:
-        memo[name] = _compute_stable(ctx, name)
+        memo[name] = False  # (a property that reads itself: not known while it is judged)
+        memo[name] = _compute_stable(ctx, name) and _pure_definitions(ctx, name, key_of)
     return memo[name]
+
+
+def _pure_definitions(ctx: FileFacts, name: str, key_of) -> bool:
+    """Is every `def X` of a class of the file a property that returns one path expression of stable parts
+    (`return os.path.join(self.root, "processed")`), and is `X` assigned or defined in the file at all?"""
+    definitions = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == name
+                   and isinstance(ctx.parent(ctx.parent(f)), cst.ClassDef)]
+    if not definitions:
+        return any(node.attr.value == name and _bound_here(ctx, node) for node in ctx.nodes(cst.Attribute))
+    for function in definitions:
+        if not any(_decorator_name(d) in _PROPERTIES for d in function.decorators):
+            return False
+        body = [s for s in getattr(function.body, "body", ()) if not _docstring(s)]
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+            return False
+        statement = body[0].body[0]
+        if not isinstance(statement, cst.Return) or statement.value is None or key_of(ctx, statement.value) is None:
+            return False
+    return True
+
+
+def _decorator_name(decorator: cst.Decorator) -> str:
+    node = decorator.decorator
+    return node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
+
+
+def _docstring(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and isinstance(
+        statement.body[0], cst.Expr) and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
 
 
 def _compute_stable(ctx: FileFacts, name: str) -> bool:
