@@ -104,3 +104,42 @@ def test_a_module_level_cache_folder_with_a_literal_path():
     assert _lines(cpu) == []
     # another writer of a name of the pattern, of unknown data
     assert _lines(cpu + "    torch.save(model.state_dict(), os.path.join('cache', 'best-vocab.pt'))\n") == [6]
+
+
+def test_modules_of_a_container_moved_in_place_are_not_cpu_data():
+    source = '''
+    import os
+    import torch
+
+    def load(k):
+        return torch.load(os.path.join("cache", f"{k}.pt"), weights_only=False)
+
+    def save(keys):
+        models = {k: torch.nn.Linear(2, 2) for k in keys}
+        for k, m in models.items():
+            torch.save(m, os.path.join("cache", f"{k}.pt"))
+    '''
+    assert _lines(source) == []
+    moved = source.replace("        for k, m in models.items():", "        for m in models.values():\n"
+                           "            m.cuda()\n        for k, m in models.items():")
+    assert _lines(moved) == [6]
+
+
+@pytest.mark.parametrize("loop", ["for e in encodings:", "for i, e in enumerate(encodings):"])
+def test_tokenizer_outputs_of_a_container_moved_in_place_are_not_cpu_data(loop):
+    source = '''
+    import os
+    import torch
+
+    def load(k):
+        return torch.load(os.path.join("cache", f"{k}.pt"), weights_only=False)
+
+    def save(tokenizer, texts):
+        encodings = [tokenizer(t, return_tensors="pt") for t in texts]
+        for k, encoding in enumerate(encodings):
+            torch.save(encoding, os.path.join("cache", f"{k}.pt"))
+    '''
+    assert _lines(source) == []
+    moved = source.replace("        for k, encoding in enumerate(encodings):", f"        {loop}\n"
+                           "            e.to(\"cuda\")\n        for k, encoding in enumerate(encodings):")
+    assert _lines(moved) == [6]

@@ -4,15 +4,16 @@
 (CPU values and values without tensors) and a tokenizer's `return_tensors="pt"` output never moved
 (devlint.analysis.round_trip), it follows a value through the containers it is gathered in:
 
-- a part of a CPU container is CPU: `d[k]`, `d.items()`, `d.values()`, a loop or comprehension variable
-  over one (`for k, t in d.items()`);
+- a part of a CPU container is CPU: `d[k]`, `d.items()`, `d.values()`, `enumerate(xs)`, `zip(xs, ys)`, a loop
+  or comprehension variable over one (`for k, t in d.items()`);
 - a container display or comprehension is CPU when its elements are (`{k: [] for k in keys}`,
   `{k: torch.cat(v) for k, v in d.items()}`);
 - `torch.cat` / `torch.stack` (and their kin) of CPU tensors is CPU;
 - a name is CPU when the binding its read certainly sees is (devlint.analysis.self_paths' `last_binding`,
   or its only binding), and when everything put into it is: `d[k].append(x)`, `xs.extend(x)`, `d[k] = x`
   with `x` CPU, also through an item (`d.setdefault(k, []).append(x)`) or a loop variable over its parts
-  (`for xs in d.values(): xs.append(x)`); an augmented assignment into it,
+  (`for xs in d.values(): xs.append(x)`); a move of it, of a part or of a loop variable over it
+  (`enc.to(device)`: a tokenizer's output moves in place), an augmented assignment into it,
   or a part of it bound to another name (`xs = d[k]`), makes it unknown.
 
 A container passed to a function that may fill it is not followed, as in `host_value`.
@@ -28,6 +29,8 @@ MAX_DEPTH = 16
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
 _PARTS = frozenset({"items", "values", "keys", "copy"})
 _FILLS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+_MOVES = frozenset({"to", "cuda", "xpu", "mps", "npu", "hpu", "ipu", "to_empty"})
+_WRAPPERS = frozenset({"enumerate", "zip", "list", "tuple", "sorted", "reversed", "iter"})  # (items kept as they are)
 _ITEMS = frozenset({"get", "setdefault"})  # (return an item of the container, which may be filled next)
 
 
@@ -54,6 +57,8 @@ def deep_cpu(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in _PARTS and not expr.args:
             return deep_cpu(ctx, func.value, depth + 1)
         names = ctx.qualified_names(func)
+        if names & _WRAPPERS and not any(a.keyword for a in expr.args):
+            return all(deep_cpu(ctx, a.value, depth + 1) for a in expr.args)
         if any(n.startswith("torch.") and n.rsplit(".", 1)[-1] in _JOINS for n in names) and expr.args and (
                 expr.args[0].keyword is None and not any(a.keyword and a.keyword.value in ("out", "device")
                                                          for a in expr.args)):
@@ -119,10 +124,17 @@ def _fill_cpu(ctx: FileFacts, node: cst.Name, depth: int) -> bool:
             top, parent = call, ctx.parent(call)  # `d.setdefault(k, []).append(t)`: the item, filled next
             continue
         break
+    if isinstance(parent, cst.Attribute) and parent.value is top and parent.attr.value in _MOVES:
+        return False  # `enc.to(device)`: a tokenizer's output (or a module) moves in place
     if isinstance(parent, cst.Attribute) and parent.value is top and parent.attr.value in _PARTS:
         call = ctx.parent(parent)
         if isinstance(call, cst.Call) and call.func is parent:
             top, parent = call, ctx.parent(call)
+    while isinstance(parent, cst.Arg) and parent.value is top and parent.keyword is None:
+        call = ctx.parent(parent)
+        if not (isinstance(call, cst.Call) and ctx.qualified_names(call.func) & _WRAPPERS):
+            break
+        top, parent = call, ctx.parent(call)  # `enumerate(xs)`: its items are the container's
     if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is top:
         # `for xs in d.values(): xs.append(t)`: the loop variables are parts of it
         return all(_fill_cpu(ctx, access.node, depth + 1) for target in _target_names(parent.target)
