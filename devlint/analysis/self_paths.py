@@ -60,9 +60,16 @@ def rebound_value(ctx: FileFacts, name: cst.Name) -> cst.BaseExpression | None:
     """The value of the binding of a name bound several times that certainly reaches this read (its path
     key is the path's), None unless every read of the name has such a binding."""
     assignments = ctx.bindings(name)
-    reads = [access.node for a in assignments for access in getattr(a, "references", ())]
-    bindings = {id(n): last_binding(ctx, n) if isinstance(n, cst.Name) else None for n in reads}
-    if not reads or any(b is None for b in bindings.values()) or id(name) not in bindings:
+    if not assignments:
+        return None
+    memo = ctx.__dict__.setdefault("_devlint_rebound_reads", {})
+    group = id(assignments[0].node)  # (the name's bindings in its scope: one answer for all its reads)
+    if group not in memo:
+        reads = [access.node for a in assignments for access in getattr(a, "references", ())]
+        bindings = {id(n): last_binding(ctx, n) if isinstance(n, cst.Name) else None for n in reads}
+        memo[group] = None if not reads or any(b is None for b in bindings.values()) else bindings
+    bindings = memo[group]
+    if bindings is None or id(name) not in bindings:
         return None
     return ctx.assigned_value(bindings[id(name)].node)
 
