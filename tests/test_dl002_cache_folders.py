@@ -102,8 +102,13 @@ def test_a_module_level_cache_folder_with_a_literal_path():
     assert _lines(source) == [6]
     cpu = source.replace("sorted(words)", "[str(w) for w in words]")
     assert _lines(cpu) == []
-    # another writer of a name of the pattern, of unknown data
+    # another writer of a name of the pattern, of unknown data, or one that may write anything there
     assert _lines(cpu + "    torch.save(model.state_dict(), os.path.join('cache', 'best-vocab.pt'))\n") == [6]
+    assert _lines(cpu + "    open('cache/en-vocab.pt', 'wb')\n") == [6]
+    assert _lines(cpu + "    shutil.copy(source, 'cache')\n") == [6]
+    # a writer of another name of the folder, or of the same name in another folder
+    assert _lines(cpu + "    open('cache/log.txt', 'w')\n") == []
+    assert _lines(cpu + "    open('/cache/en-vocab.pt', 'wb')\n") == []
 
 
 def test_modules_of_a_container_moved_in_place_are_not_cpu_data():

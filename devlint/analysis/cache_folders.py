@@ -103,7 +103,9 @@ def _relation(ctx: FileFacts, expr: cst.CSTNode, folder: list, pattern) -> str |
         return None  # a path we cannot tell (as for a whole path: no writer found)
     for index, key in enumerate(components):
         if index == len(folder):
-            name = _pattern(ctx, key[1]) if key[0] == "name" and index == len(components) - 1 else None
+            last = index == len(components) - 1
+            name = (_pattern(ctx, key[1]) if key[0] == "name" else (key[1],) if key[0] == "literal" else None) if (
+                last) else None
             return "maybe" if name is None else "file" if _may_match(name, pattern) else None
         if key[0] != "name" and _hashable(key) == _hashable(folder[index]):
             continue
@@ -118,7 +120,8 @@ def _components(key) -> list:
     if key[0] == "join":
         return _components(key[1]) + _components(key[2])
     if key[0] == "literal":
-        return [("literal", piece) for piece in key[1].split("/") if piece not in ("", ".")] or [key]
+        root = [("literal", "/")] if key[1].startswith("/") else []  # (an absolute path is not a relative one)
+        return root + [("literal", piece) for piece in key[1].split("/") if piece not in ("", ".")] or [key]
     return [key]
 
 
