@@ -58,6 +58,7 @@ def test_a_function_annotated_otherwise_is_not(returns):
 ])
 def test_a_function_whose_every_return_is_a_string_is_cpu_data(body):
     assert _lines(SAVED.format(returns="", body=body)) == []
+    assert _lines(SAVED.format(returns=" -> Described", body=body)) == []  # an alias the file does not define
 
 
 @pytest.mark.parametrize("body", [

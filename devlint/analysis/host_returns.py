@@ -6,7 +6,8 @@ project, read through devlint.analysis.origin_files) whose result is CPU data by
 - its return annotation names only types that hold no tensor: `str`, `bytes`, `int`, `float`, `bool`,
   `complex`, `None`, and containers of those (`List[str]`, `dict[str, int]`, `Tuple[str, ...]`,
   `Optional[str]`, `str | None`, `Sequence`/`Iterable`/`Mapping` of them), also written as a string;
-- or it is not a generator and every `return` gives a value `host_value` accepts (a string expression,
+- or (whatever its annotation: an alias such as `-> Triplet` says nothing here) it is not a generator
+  and every `return` gives a value `host_value` accepts (a string expression,
   a number, a container of those, a value the placement fact puts on the CPU) and the function does
   not end without one.
 
@@ -54,8 +55,8 @@ def returns_host(ctx: FileFacts, function: cst.FunctionDef, judge) -> bool:
 
 
 def _judge(ctx: FileFacts, function: cst.FunctionDef, judge) -> bool:
-    if function.returns is not None:
-        return no_tensor_type(function.returns.annotation)
+    if function.returns is not None and no_tensor_type(function.returns.annotation):
+        return True
     returns, stack = [], [function.body]
     while stack:
         node = stack.pop()
