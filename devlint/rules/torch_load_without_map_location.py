@@ -109,8 +109,9 @@ class TorchLoadWithoutMapLocation(Rule):
       values, the result of a function annotated `-> str` or another type that holds no tensor, or whose
       every return is a string), named by the same string, the same binding of a name in its scope, or the
       same expression of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path, "m.pt")`, `str(tmp_path /
-      "t.pt")`), also over an attribute of the instance that nothing re-binds after construction, read in a
-      method of a class that writes it (`os.path.join(self.root, "obj.pt")`). The writers followed:
+      "t.pt")`), also over an attribute of the instance assigned only in `__init__` (or a property that returns
+      such a path), read in a method of a class that writes it (`os.path.join(self.root, "obj.pt")`), and over a
+      name bound more than once, by the binding each read certainly sees. The writers followed:
       - `torch.save` in the same file (or notebook): `torch.save(model.state_dict(), "m.pt")` of a model
         built and kept on the CPU, then `torch.load("m.pt")`; also an instance of a class of the file or
         the project that moves nothing to a device, built from CPU values: `torch.save(norm, "norm.pt")`;
@@ -182,6 +183,9 @@ class TorchLoadWithoutMapLocation(Rule):
         # a function that saves its path parameter, called with data that holds no tensor
         "import torch\ndef save_vocab(words, path):\n    torch.save(words, path)\n\n"
         "words = [\"a\", \"b\"]\nsave_vocab(words, \"vocab.pt\")\nvocab = torch.load(\"vocab.pt\")\n",
+        # a name bound twice: the load reads b.pt, which only a save of strings writes
+        "import os\nimport torch\np = \"a.pt\"\ntorch.save(model.state_dict(), p)\np = \"b.pt\"\n"
+        "if os.path.exists(p):\n    words = torch.load(p)\ntorch.save([\"b\"], p)\n",
         # a function that writes its path with the bytes of a buffer torch.save wrote
         "import io\nimport torch\ndef save_words(words, path):\n    buffer = io.BytesIO()\n"
         "    torch.save(words, buffer)\n    with open(path, \"wb\") as f:\n        f.write(buffer.getvalue())\n\n"
