@@ -148,3 +148,28 @@ def test_tokenizer_outputs_of_a_container_moved_in_place_are_not_cpu_data(loop):
     moved = source.replace("        for k, encoding in enumerate(encodings):", f"        {loop}\n"
                            "            e.to(\"cuda\")\n        for k, encoding in enumerate(encodings):")
     assert _lines(moved) == [6]
+
+
+FEATURES = '''
+import os
+import torch
+
+
+class Features:
+    def __init__(self, root):
+        self.cache_dir = os.path.join(root, "features")
+
+    def build(self, model, images, names):
+        for name, image in zip(names, images):
+            feats = model(image){move}
+            torch.save(feats, os.path.join(self.cache_dir, f"{{name}}.pt"))
+
+    def __getitem__(self, name):
+        return torch.load(os.path.join(self.cache_dir, f"{{name}}.pt"))
+'''
+
+
+def test_a_cache_folder_of_the_instance_written_and_read_by_two_methods():
+    assert _lines(FEATURES.format(move=".cpu()")) == []
+    assert _lines(FEATURES.format(move="")) == [16]  # features of a model of unknown place
+    assert _lines(FEATURES.format(move=".cpu().cuda()")) == [16]
