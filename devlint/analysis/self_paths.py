@@ -1,20 +1,20 @@
-"""Path expressions over the instance's own attributes and over names bound more than once (DL002's
-`path_key`, devlint.analysis.origins).
+"""Path expressions over the instance's own attributes and over names bound more than once (DL002's `path_key`,
+devlint.analysis.origins).
 
-**An attribute of the instance**, `self.X` read in a method (the first parameter of a function defined
-in a class body, not a static or class method), names the same thing wherever the class reads it when
-nothing in the file re-binds `X` after construction: every assignment to an attribute named `X`
-(`obj.X = ...`, `obj.X += ...`, `del obj.X`, a loop or `with` target), of any object, is in an
-`__init__`, at most once in each and not in a loop there, and the file binds no attribute by a computed
-name (`setattr`, `delattr`, `__setattr__`, a write through `obj.__dict__` or `vars(obj)`). `X` must be
-assigned or defined in the file (one defined elsewhere may be a property of any state), and every `def X`
-of a class of the file must be a property whose body is one `return` of a path expression with an
-identity (`return os.path.join(self.root, "processed")`): a property of mutable state (`f"ckpt_{self.step}.pt"`)
-could name another file between a save and a load. Its identity is the attribute's name, for the whole file: writers of `self.X` in another
-class of the file count as writers too (more writers only make "every writer wrote CPU data" harder).
-Two instances may hold different values; the files they name are all written by the code that names
-them the same way, which is what "every writer found" asks. To keep that tie, a verdict on a path with
-such an attribute needs a writer in the class of the load (`same_class_writer`).
+**An attribute of the instance**, `self.X` read in a method (the first parameter of a function defined in a
+class body, not a static or class method), names the same thing wherever the class reads it when nothing in
+the file re-binds `X` after construction: every assignment to an attribute named `X` (`obj.X = ...`, `obj.X +=
+...`, `del obj.X`, a loop or `with` target), of any object, is in an `__init__`, at most once in each and not
+in a loop there, and the file binds no attribute by a computed name (`setattr`, `delattr`, `__setattr__`, a
+write through `obj.__dict__` or `vars(obj)`). `X` must be assigned or defined in the file (one defined
+elsewhere may be a property of any state), and every `def X` of a class of the file must be a property whose
+body is one `return` of a path expression with an identity (`return os.path.join(self.root, "processed")`): a
+property of mutable state (`f"ckpt_{self.step}.pt"`) could name another file between a save and a load. Its
+identity is the attribute's name, for the whole file: writers of `self.X` in another class of the file count
+as writers too (more writers only make "every writer wrote CPU data" harder). Two instances may hold different
+values; the files they name are all written by the code that names them the same way, which is what "every
+writer found" asks. To keep that tie, a verdict on a path with such an attribute needs a writer in the class
+of the load (`same_class_writer`).
 
 **A name bound more than once** in its scope has the identity of the value of the one binding that
 certainly reaches a read (`last_binding`, as in devlint.analysis.derived: the last plain assignment before the
@@ -191,7 +191,8 @@ def _sets_attributes_by_name(ctx: FileFacts) -> bool:
         parent = ctx.parent(node)
         if isinstance(parent, cst.Attribute) and parent.attr.value in _NAMESPACE_WRITES:
             return True
-        if isinstance(parent, cst.Subscript) and isinstance(ctx.parent(parent), (cst.AssignTarget, cst.AugAssign, cst.Del)):
+        target = ctx.parent(parent)
+        if isinstance(parent, cst.Subscript) and isinstance(target, (cst.AssignTarget, cst.AugAssign, cst.Del)):
             return True
     return False
 

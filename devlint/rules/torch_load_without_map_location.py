@@ -14,7 +14,7 @@ from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, pl
 from devlint.analysis.receivers import doubt
 from devlint.analysis.round_trip import written_by_this_run
 from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
-                            name_words, string_value, walk)
+                            name_words, string_value, walk, with_keyword)
 
 BOTH, CPU_ONLY, NEITHER = frozenset({"cpu", "device"}), frozenset({"cpu"}), frozenset()
 HOST_ONLY_METHODS = frozenset({"numpy"})
@@ -104,20 +104,19 @@ class TorchLoadWithoutMapLocation(Rule):
     - A call that passes `**kwargs`, as in `torch.load(f, **kwargs)`: it may carry `map_location`.
     - Calls under a CUDA condition, e.g. `if torch.cuda.is_available():` (same guards as DL001).
     - `torch.hub.load_state_dict_from_url(url)`: published weights are normally saved from the CPU.
-    - A file whose every writer found wrote CPU data (values the placement fact puts on the CPU, or no
-      tensors at all: strings, numbers, PIL images, containers of those not filled later with other
-      values, the result of a function annotated `-> str` or another type that holds no tensor, or whose
-      every return is a string), named by the same string, the same binding of a name in its scope, or the
-      same expression of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path, "m.pt")`, `str(tmp_path /
-      "t.pt")`), also over an attribute of the instance assigned only in `__init__` (or a property that returns
-      such a path), read in a method of a class that writes it (`os.path.join(self.root, "obj.pt")`), and over a
-      name bound more than once, by the binding each read certainly sees. The writers followed:
+    - A file whose every writer found wrote CPU data (values the placement fact puts on the CPU, or no tensors at all:
+      strings, numbers, PIL images, containers of those not filled later with other values, the result of a function
+      annotated `-> str` (or another tensor-free type) or whose every return is a string), named by the same string, the
+      same binding of a name in its scope, or the same expression of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path,
+      "m.pt")`, `str(tmp_path / "t.pt")`), also over `self` attributes set only in `__init__` (or properties returning
+      such a path) in a class that writes the file (`os.path.join(self.root, "obj.pt")`), and a re-bound name by the
+      binding a read certainly sees. The writers followed:
       - `torch.save` in the same file (or notebook): `torch.save(model.state_dict(), "m.pt")` of a model
         built and kept on the CPU, then `torch.load("m.pt")`; also an instance of a class of the file or
         the project that moves nothing to a device, built from CPU values: `torch.save(norm, "norm.pt")`;
-      - a function of the file or the project that saves its path parameter: `save_vocab(words,
-        "vocab.pt")` where `save_vocab` does `torch.save(words, path)` and `words` is a list of strings
-        (or writes the path with nothing but the bytes of an `io.BytesIO()` that `torch.save` wrote);
+      - a function of the file or the project that saves its path parameter: `save_vocab(words, "vocab.pt")` where
+        `save_vocab` does `torch.save(words, path)` and `words` is a list of strings (or writes the path with nothing
+        but the bytes of an `io.BytesIO()` that `torch.save` wrote);
       - a pytest fixture of the file (or of a conftest.py from the test's folder up to the project root)
         that returns or yields a path it saved CPU data to, which the test receives as its parameter:
         `def test_restores(weights):` with a fixture `weights` that ends `torch.save(model.state_dict(),
@@ -134,10 +133,9 @@ class TorchLoadWithoutMapLocation(Rule):
       `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
       (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
       call that may bring the file from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
-    - A file of a cache folder, `torch.load(os.path.join(folder, f"{k}.pt"))`, where every call that may write a file of
-      that name pattern in the folder is a `torch.save` of CPU data, followed through the containers it was gathered
-      in (`d[k].append(t[k])`, `torch.cat(v)`, a tokenizer's output), and nothing copies or downloads into the folder
-      or a folder above it. A name read from a listing of the folder has no pattern and stays flagged.
+    - A file of a cache folder, `torch.load(os.path.join(folder, f"{k}.pt"))`, whose every possible writer of that name
+      pattern in the folder is a `torch.save` of CPU data (through containers: `d[k].append(t[k])`, `torch.cat(v)`, a
+      tokenizer's output) and that nothing copies or downloads into (a name from a listing has no pattern).
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
       TemporaryDirectory(), a fixture of those): `torch.load(tmp_path / "m.pt")` after `trainer.fit(tmp_path)`: its writer
       ran here. Not a path that may leave it, gettempdir(), a folder of unknown origin, nor a folder copied or downloaded into.
@@ -183,16 +181,13 @@ class TorchLoadWithoutMapLocation(Rule):
         # a function that saves its path parameter, called with data that holds no tensor
         "import torch\ndef save_vocab(words, path):\n    torch.save(words, path)\n\n"
         "words = [\"a\", \"b\"]\nsave_vocab(words, \"vocab.pt\")\nvocab = torch.load(\"vocab.pt\")\n",
-        # a name bound twice: the load reads b.pt, which only a save of strings writes
-        "import os\nimport torch\np = \"a.pt\"\ntorch.save(model.state_dict(), p)\np = \"b.pt\"\n"
-        "if os.path.exists(p):\n    words = torch.load(p)\ntorch.save([\"b\"], p)\n",
         # a function that writes its path with the bytes of a buffer torch.save wrote
-        "import io\nimport torch\ndef save_words(words, path):\n    buffer = io.BytesIO()\n"
-        "    torch.save(words, buffer)\n    with open(path, \"wb\") as f:\n        f.write(buffer.getvalue())\n\n"
-        "save_words([\"a\"], \"w.pt\")\nwords = torch.load(\"w.pt\")\n",
+        "import io\nimport torch\ndef save_words(words, path):\n    buffer = io.BytesIO()\n    torch.save(words, buffer)\n"
+        "    with open(path, \"wb\") as f:\n        f.write(buffer.getvalue())\n\nsave_words([\"a\"], \"w.pt\")\n"
+        "words = torch.load(\"w.pt\")\n",
         # a path under an attribute of the instance, written by the class from a function's string result
-        "import os\nimport torch\ndef describe(obj) -> str:\n    return str(obj)\n\nclass Cache:\n"
-        "    def __init__(self, root):\n        self.root = root\n\n    def changed(self, obj):\n"
+        "import os\nimport torch\ndef describe(obj) -> str:\n    return str(obj)\n\nclass Cache:\n    def __init__(self, root):\n"
+        "        self.root = root\n\n    def changed(self, obj):\n"
         "        return torch.load(os.path.join(self.root, \"obj.pt\")) != describe(obj)\n\n"
         "    def write(self, obj):\n        torch.save(describe(obj), os.path.join(self.root, \"obj.pt\"))\n",
         # a pytest fixture that returns a path it saved CPU data to
@@ -212,10 +207,9 @@ class TorchLoadWithoutMapLocation(Rule):
         # a cache folder written with CPU data under the loaded name pattern
         "import os\nimport torch\ndef tokens(tokenizer, folder, texts, keys):\n"
         "    if all(os.path.exists(os.path.join(folder, f\"{k}.pt\")) for k in keys):\n"
-        "        return {k: torch.load(os.path.join(folder, f\"{k}.pt\")) for k in keys}\n"
-        "    d = {k: [] for k in keys}\n    for text in texts:\n        t = tokenizer(text, return_tensors=\"pt\")\n"
-        "        for k in keys:\n            d[k].append(t[k])\n    for k, v in d.items():\n"
-        "        torch.save(torch.cat(v), os.path.join(folder, f\"{k}.pt\"))\n",
+        "        return {k: torch.load(os.path.join(folder, f\"{k}.pt\")) for k in keys}\n    d = {k: [] for k in keys}\n"
+        "    for text in texts:\n        t = tokenizer(text, return_tensors=\"pt\")\n        for k in keys:\n"
+        "            d[k].append(t[k])\n    for k, v in d.items():\n        torch.save(torch.cat(v), os.path.join(folder, f\"{k}.pt\"))\n",
         "import torch\ndef test_fit(trainer, tmp_path):\n    trainer.fit(tmp_path)\n    torch.load(tmp_path / \"m.pt\")\n",
     )
     INVALID = (
@@ -368,7 +362,7 @@ class TorchLoadWithoutMapLocation(Rule):
         if given is not None:
             edit = self.replace(given.value, value)
         else:
-            edit = self.replace(call, self.ctx.code(self._with_keyword(call, value), call))
+            edit = self.replace(call, self.ctx.code(with_keyword(call, "map_location", value), call))
         return self.fix(title, applicability, edit, needs_device=needs_definition)
 
     # -- which map_location keeps what the program does --------------------------------------------
@@ -588,28 +582,6 @@ class TorchLoadWithoutMapLocation(Rule):
                 words.update(name_words(part))
         return bool(words & DATA_WORDS) or self._data_evidence
 
-    @staticmethod
-    def _with_keyword(call: cst.Call, value: str) -> cst.Call:
-        new_arg = cst.Arg(cst.parse_expression(value), keyword=cst.Name("map_location"),
-                          equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-        args = list(call.args)
-        if not args:
-            return call.with_changes(args=[new_arg])
-        last = args[-1]
-        if not isinstance(last.comma, cst.Comma) and "\n" in _code(last.whitespace_after_arg):
-            # `load(\n    path\n)`: the new argument goes on its own line, before the closing paren
-            separator = cst.Comma(whitespace_after=call.whitespace_before_args)
-            args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-            new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
-        elif isinstance(last.comma, cst.Comma):
-            # A trailing comma: the new argument takes it (and the newline before `)`), the old
-            # last one takes the separator used between earlier arguments.
-            previous = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
-            separator = previous or cst.Comma(whitespace_after=call.whitespace_before_args)
-            args[-1] = last.with_changes(comma=separator)
-            new_arg = new_arg.with_changes(comma=last.comma)
-        return call.with_changes(args=[*args, new_arg])
-
     def _in_dataset(self, call: cst.Call) -> bool:
         """Data loading code (a Dataset class, `__getitem__`) hands CPU tensors to DataLoader workers."""
         for ancestor in self.ctx.ancestors(call):
@@ -624,7 +596,3 @@ class TorchLoadWithoutMapLocation(Rule):
 
 def _names_in(root: cst.CSTNode, name: str) -> list[cst.Name]:
     return [node for node, _ in walk(root) if isinstance(node, cst.Name) and node.value == name]
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
