@@ -132,3 +132,28 @@ def calls_in(root: cst.CSTNode):
         if isinstance(node, cst.Call):
             yield node
         stack.extend(node.children)
+
+
+def with_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
+    """`call` with the argument `name=value` (source text) added last, keeping its layout: on its own line
+    in a call laid out one argument per line, taking over a trailing comma."""
+    new_arg = cst.Arg(cst.parse_expression(value), keyword=cst.Name(name),
+                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new_arg])
+    last = args[-1]
+    own_line = "\n" in cst.Module([]).code_for_node(last.whitespace_after_arg)
+    if not isinstance(last.comma, cst.Comma) and own_line:
+        # `load(\n    path\n)`: the new argument goes on its own line, before the closing paren
+        separator = cst.Comma(whitespace_after=call.whitespace_before_args)
+        args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+        new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    elif isinstance(last.comma, cst.Comma):
+        # A trailing comma: the new argument takes it (and the newline before `)`), the old
+        # last one takes the separator used between earlier arguments.
+        previous = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
+        separator = previous or cst.Comma(whitespace_after=call.whitespace_before_args)
+        args[-1] = last.with_changes(comma=separator)
+        new_arg = new_arg.with_changes(comma=last.comma)
+    return call.with_changes(args=[*args, new_arg])

@@ -122,7 +122,13 @@ SAVED = {
     "import torch\nm = torch.nn.Linear(3, 1)\nP = 'm.pt'\ntorch.save(m.state_dict(), 'm.pt')\nprobe(P)": True,
     "import torch\nm = torch.nn.Linear(3, 1)\ntorch.save(m.state_dict(), 'm.pt')\nprobe('other.pt')": False,
     "import torch\nm = torch.nn.Linear(3, 1)\ntorch.save(m.state_dict(), f'{d}/m.pt')\nprobe(f'{d}/m.pt')": False,
-    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\nP = 'b.pt'\ntorch.save(m, P)\nprobe(P)": False,
+    # a re-bound name: each read names the file of the binding it certainly sees (devlint.analysis.self_paths)
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\nP = 'b.pt'\ntorch.save(m, P)\nprobe(P)": True,
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\ntorch.save(torch.ones(1).cuda(), P)\nP = 'b.pt'\n"
+    "torch.save(m, P)\nprobe(P)": True,
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'b.pt'\ntorch.save(torch.ones(1).cuda(), P)\nP = 'b.pt'\n"
+    "torch.save(m, P)\nprobe(P)": False,
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\nif c:\n    P = 'b.pt'\ntorch.save(m, P)\nprobe(P)": False,
     "import torch\nm = torch.nn.Linear(3, 1).cuda()\ntorch.save(m.state_dict(), 'm.pt')\nprobe('m.pt')": False,
     "import torch\nm = torch.nn.Linear(3, 1)\ntorch.save(m.state_dict(), 'm.pt')\n"
     "torch.save(m.cuda().state_dict(), 'm.pt')\nprobe('m.pt')": False,

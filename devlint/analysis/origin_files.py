@@ -5,8 +5,10 @@ computed with the same analyses as a checked file and kept as plain data:
   folder holding `.git`, `pyproject.toml`, `setup.py` or `setup.cfg`), nearest first: for each, the kind
   of what it returns (a tensor makes a test's parameter one, for DL003), where it lives (for a fixture
   built anew for each test), and whether it returns a path it saved CPU data to;
-- the top-level functions that write one of their parameters with `torch.save`: which parameter, and
-  whether what they save is CPU data of their own or one of their parameters (judged at the call).
+- the top-level functions that write one of their parameters with `torch.save` (or with the bytes of an
+  in-memory buffer `torch.save` wrote, devlint.analysis.buffer_saves): which parameter, and whether what
+  they save is CPU data of their own or one of their parameters (judged at the call);
+- the top-level functions whose result holds no tensor off the CPU (devlint.analysis.host_returns).
 
 Each file is parsed once per process and content (by digest). Every file read, and every `conftest.py`
 looked for and not found, is recorded in the checked file's project view (`observed`, devlint.depends),
@@ -41,6 +43,7 @@ class FixtureFacts:
 class FileOrigins:
     fixtures: dict = field(default_factory=dict)  # name -> FixtureFacts, or None where defined twice
     writers: dict = field(default_factory=dict)  # top-level function name -> saves (see writer_facts)
+    host_functions: set = field(default_factory=set)  # top-level functions whose result holds no tensor off the CPU
 
 
 _BY_DIGEST: dict[str, FileOrigins | None] = {}
@@ -50,6 +53,7 @@ _BY_DIGEST: dict[str, FileOrigins | None] = {}
 def writer_facts(ctx: FileFacts, function: cst.FunctionDef) -> list | None:
     """[((index, name) of the path parameter, what is saved: ("cpu",) | ("param", (index, name)) |
     ("unknown",))] for each write of a parameter of `function`; None when it writes none."""
+    from devlint.analysis.buffer_saves import buffered_objects
     from devlint.analysis.origins import LOADERS, SAVERS, WRITER_WORDS, host_value
 
     params = _parameters(function)
@@ -71,9 +75,15 @@ def writer_facts(ctx: FileFacts, function: cst.FunctionDef) -> list | None:
             continue
         last = (dotted_name(call.func) or "").rsplit(".", 1)[-1].lower()
         if any(word in last for word in WRITER_WORDS) or last == "open":
+            buffered = buffered_objects(ctx, call) if last == "open" else None  # (devlint.analysis.buffer_saves)
             for arg in call.args:
                 target = _parameter(ctx, arg.value, params)
-                if target is not None:
+                if target is not None and buffered is not None:
+                    for obj in buffered:
+                        source = _parameter(ctx, obj, params)
+                        found.append((target, ("param", source) if source is not None else ("cpu",) if host_value(
+                            ctx, obj) else ("unknown",)))
+                elif target is not None:
                     found.append((target, ("unknown",)))
     return found or None
 
@@ -129,6 +139,12 @@ def writer_saves(ctx: FileFacts, call: cst.Call) -> list | None:
         return None
     origins = _origins(view, found[0])
     return origins.writers.get(found[1]) if origins is not None else None
+
+
+def host_functions(view, path: str) -> set:
+    """The top-level functions of a project file whose result holds no tensor off the CPU (devlint.analysis.host_returns)."""
+    origins = _origins(view, path)
+    return origins.host_functions if origins is not None else set()
 
 
 # -- the fixtures of conftest.py files --------------------------------------------------------------------
@@ -200,8 +216,9 @@ def _analyse(data: bytes) -> FileOrigins | None:
     from devlint.analysis.fixtures import fixture_name, function_scoped, is_fixture, returned_values
     from devlint.analysis.fresh_folders import fixture_gives_fresh
     from devlint.analysis.kinds import MODULE, TENSOR
-    from devlint.analysis.origins import fixture_writes_cpu
+    from devlint.analysis.origins import fixture_writes_cpu, host_value
     from devlint.analysis.placement import CPU, DEVICE, join, placement
+    from devlint.analysis.host_returns import returns_host
 
     try:
         module = cst.parse_module(data)
@@ -210,6 +227,8 @@ def _analyse(data: bytes) -> FileOrigins | None:
         for statement in module.body:
             if not isinstance(statement, cst.FunctionDef):
                 continue
+            if returns_host(ctx, statement, host_value):
+                origins.host_functions.add(statement.name.value)
             if is_fixture(ctx, statement):
                 name = fixture_name(ctx, statement)
                 values = returned_values(statement)
@@ -236,3 +255,4 @@ def _analyse(data: bytes) -> FileOrigins | None:
 answers("writer_saves", writer_saves)
 answers("conftest_fixture", conftest_fixture)
 answers("conftest_lacks", conftest_lacks)
+answers("host_functions", host_functions)

@@ -4,7 +4,9 @@ A file whose every known writer wrote CPU data loads anywhere without `map_locat
 found, for the path expression of the load:
 
 - `torch.save(obj, same path)` in this file (the same literal, the same binding of a name, or the same
-  expression over those: `tmp_path / "m.pt"`, `os.path.join(d, "m.pt")`, `str(p)`);
+  expression over those: `tmp_path / "m.pt"`, `os.path.join(d, "m.pt")`, `str(p)`; an attribute of the
+  instance never re-bound after construction, `os.path.join(self.root, "m.pt")`, and a name bound more than
+  once where the binding a read sees is certain: devlint.analysis.self_paths);
 - a function that writes its path parameter with `torch.save` (of this file, or a top-level function
   imported from the project, devlint.analysis.origin_files), called with the same path: `save_vocab(vocab,
   path)`; what it saves is its own CPU value, or an argument of the call, judged here;
@@ -12,10 +14,11 @@ found, for the path expression of the load:
   path it saved CPU data to.
 
 "CPU data" is a value the placement fact says lives on the CPU, or holds no tensor at all (strings,
-numbers, PIL images, containers of those), and that is not filled later with values of unknown place
+numbers, PIL images, containers of those, the result of a function whose definition says so:
+devlint.analysis.host_returns), and that is not filled later with values of unknown place
 (`names.append(t)`). Any other writer of the path (a call named like one: `save_checkpoint(path)`,
 `trainer.fit(...)`, `open(path, "wb")`) leaves the origin unknown, and so does a path we cannot
-identify (a parameter of a function that is not a test, `self.path`).
+identify (a parameter of a function that is not a test, `self.path` re-bound after construction).
 
 `written_on_cpu(ctx, path)`: True only when writers were found and all of them wrote CPU data.
 `instance_place(ctx, call)`: the placement of `Cls(...)` for a class (of this file or the project) that
@@ -28,6 +31,7 @@ import libcst as cst
 
 from devlint.analysis.places import CPU
 from devlint.facts import FileFacts, answer
+from devlint.analysis import host_returns as _host_returns, self_paths as _self_paths
 from devlint.syntax import dotted_name, find_arg, string_value
 
 SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
@@ -60,16 +64,19 @@ def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
             return None
         assignments = ctx.bindings(expr)
         if len(assignments) != 1:
-            return None
+            value = _self_paths.rebound_value(ctx, expr) if len(assignments) > 1 else None
+            return path_key(ctx, value, depth + 1) if value is not None else None
         node = assignments[0].node
         value = ctx.assigned_value(node)
         if value is not None:
             inner = path_key(ctx, value, depth + 1)
-            if inner is not None and inner[0] == "literal":
+            if inner is not None and (inner[0] == "literal" or _self_paths.has_attribute(inner)):
                 return inner
         elif not isinstance(node, cst.Param):
             return None  # (a loop target, an unpacking, an import: not one value)
         return ("binding", node)
+    if isinstance(expr, cst.Attribute):
+        return _self_paths.attribute_key(ctx, expr, path_key)  # `self.root`: see devlint.analysis.self_paths
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.Add)):
         left, right = path_key(ctx, expr.left, depth + 1), path_key(ctx, expr.right, depth + 1)
         return None if left is None or right is None else ("join", left, right)
@@ -112,8 +119,11 @@ def written_on_cpu(ctx: FileFacts, path: cst.CSTNode) -> bool:
     key = path_key(ctx, path)
     if key is None:
         return False
-    verdicts = [_verdict(ctx, call, arg) for call, arg in _calls_with(ctx, key)]
-    verdicts = [v for v in verdicts if v is not None]
+    writers = [(call, _verdict(ctx, call, arg)) for call, arg in _calls_with(ctx, key)]
+    verdicts = [v for _, v in writers if v is not None]
+    if verdicts and _self_paths.has_attribute(key) and not _self_paths.same_class_writer(
+            ctx, path, [c for c, v in writers if v is not None]):
+        return False  # (the instance's attribute ties the path to its class's own writers)
     if verdicts:
         return all(verdicts)
     if isinstance(path, cst.Name) and key[0] == "binding" and isinstance(key[1], cst.Param):
@@ -132,8 +142,8 @@ def _calls_with(ctx: FileFacts, key) -> list[tuple[cst.Call, cst.Arg]]:
                 if found is not None:
                     index.setdefault(_hashable(found), []).append((call, None))
             for arg in call.args:
-                if isinstance(arg.value, cst.SimpleString) or isinstance(arg.value, (cst.Name, cst.BinaryOperation,
-                                                                                     cst.Call, cst.FormattedString)):
+                if isinstance(arg.value, (cst.SimpleString, cst.Name, cst.BinaryOperation, cst.Call,
+                                          cst.FormattedString, cst.Attribute)):
                     found = path_key(ctx, arg.value)
                     if found is not None:
                         index.setdefault(_hashable(found), []).append((call, arg))
@@ -258,6 +268,9 @@ def host_value(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "join" and string_value(
                 expr.func.value) is not None:
             return True  # `" ".join(words)`
+        # (devlint.analysis.origin_files reads the project file that defines the function)
+        if _host_returns.call_returns_host(ctx, expr, host_value, answer("host_functions")):
+            return True  # `def describe(obj) -> str`
     if isinstance(expr, cst.Name):
         assignments = ctx.bindings(expr)
         if assignments and not _filled_elsewhere(ctx, assignments, depth):

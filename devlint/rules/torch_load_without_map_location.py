@@ -1,19 +1,19 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from devlint.context import target_names
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
+from devlint.analysis.cache_folders import in_cpu_cache_folder
 from devlint.analysis.device import device_failure, device_reference, unproven_reference
 from devlint.analysis.kinds import MODULE
+from devlint.analysis.loaded_data import in_dataset, names_data
 from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.analysis.receivers import doubt
 from devlint.analysis.round_trip import written_by_this_run
-from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, last_component,
-                            name_words, string_value, walk)
+from devlint.syntax import (dotted_name, find_arg, has_double_star_args, has_star_args, is_none, name_words,
+                            string_value, walk, with_keyword)
 
 BOTH, CPU_ONLY, NEITHER = frozenset({"cpu", "device"}), frozenset({"cpu"}), frozenset()
 HOST_ONLY_METHODS = frozenset({"numpy"})
@@ -25,10 +25,6 @@ COMPARISONS = frozenset({"equal", "allclose", "assert_close", "assert_allclose",
 BOOKKEEPING_WORDS = frozenset({"epoch", "epochs", "step", "steps", "iteration", "iter", "iters", "best", "acc",
                                "accuracy", "loss", "lr", "score", "metric", "metrics", "args", "config", "cfg",
                                "version", "arch", "opt", "hparams", "hyper", "params"})
-DATA_WORDS = frozenset({"vocab", "vocabulary", "voc", "cache", "cached", "data", "dataset", "feature", "features",
-                        "feats", "sample", "samples", "label", "labels", "target", "targets", "token", "tokens",
-                        "tokenizer", "dictionary", "examples", "example", "expected", "reference", "golden", "stats",
-                        "statistics", "mean", "std", "vectors", "splits", "image", "images", "mask", "masks"})
 
 
 class TorchLoadWithoutMapLocation(Rule):
@@ -103,15 +99,19 @@ class TorchLoadWithoutMapLocation(Rule):
     - A call that passes `**kwargs`, as in `torch.load(f, **kwargs)`: it may carry `map_location`.
     - Calls under a CUDA condition, e.g. `if torch.cuda.is_available():` (same guards as DL001).
     - `torch.hub.load_state_dict_from_url(url)`: published weights are normally saved from the CPU.
-    - A file whose every writer found wrote CPU data (values the placement fact puts on the CPU, or no
-      tensors at all: strings, numbers, PIL images, containers of those not filled later with other
-      values), named by the same string, the same binding of a name in its scope, or the same expression
-      of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path, "m.pt")`, `str(tmp_path / "t.pt")`). The writers followed:
+    - A file whose every writer found wrote CPU data (values the placement fact puts on the CPU, or no tensors at all:
+      strings, numbers, PIL images, containers of those not filled later with other values, the result of a function
+      annotated `-> str` (or another tensor-free type) or whose every return is a string), named by the same string, the
+      same binding of a name in its scope, or the same expression of those (`tmp_path / "t.pt"`, `os.path.join(tmp_path,
+      "m.pt")`, `str(tmp_path / "t.pt")`), also over `self` attributes set only in `__init__` (or properties returning
+      such a path) in a class that writes the file (`os.path.join(self.root, "obj.pt")`), and a re-bound name by the
+      binding a read certainly sees. The writers followed:
       - `torch.save` in the same file (or notebook): `torch.save(model.state_dict(), "m.pt")` of a model
         built and kept on the CPU, then `torch.load("m.pt")`; also an instance of a class of the file or
         the project that moves nothing to a device, built from CPU values: `torch.save(norm, "norm.pt")`;
-      - a function of the file or the project that saves its path parameter: `save_vocab(words,
-        "vocab.pt")` where `save_vocab` does `torch.save(words, path)` and `words` is a list of strings;
+      - a function of the file or the project that saves its path parameter: `save_vocab(words, "vocab.pt")` where
+        `save_vocab` does `torch.save(words, path)` and `words` is a list of strings (or writes the path with nothing
+        but the bytes of an `io.BytesIO()` that `torch.save` wrote);
       - a pytest fixture of the file (or of a conftest.py from the test's folder up to the project root)
         that returns or yields a path it saved CPU data to, which the test receives as its parameter:
         `def test_restores(weights):` with a fixture `weights` that ends `torch.save(model.state_dict(),
@@ -128,6 +128,9 @@ class TorchLoadWithoutMapLocation(Rule):
       `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
       (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
       call that may bring the file from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
+    - A file of a cache folder, `torch.load(os.path.join(folder, f"{k}.pt"))`, whose every possible writer of that name
+      pattern in the folder is a `torch.save` of CPU data (through containers: `d[k].append(t[k])`, `torch.cat(v)`, a
+      tokenizer's output) and that nothing copies or downloads into (a name from a listing has no pattern).
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
       TemporaryDirectory(), a fixture of those): `torch.load(tmp_path / "m.pt")` after `trainer.fit(tmp_path)`: its writer
       ran here. Not a path that may leave it, gettempdir(), a folder of unknown origin, nor a folder copied or downloaded into.
@@ -177,6 +180,15 @@ class TorchLoadWithoutMapLocation(Rule):
         # a function that saves its path parameter, called with data that holds no tensor
         "import torch\ndef save_vocab(words, path):\n    torch.save(words, path)\n\n"
         "words = [\"a\", \"b\"]\nsave_vocab(words, \"vocab.pt\")\nvocab = torch.load(\"vocab.pt\")\n",
+        # a function that writes its path with the bytes of a buffer torch.save wrote
+        "import io\nimport torch\ndef save_words(words, path):\n    buffer = io.BytesIO()\n    torch.save(words, buffer)\n"
+        "    with open(path, \"wb\") as f:\n        f.write(buffer.getvalue())\n\nsave_words([\"a\"], \"w.pt\")\n"
+        "words = torch.load(\"w.pt\")\n",
+        # a path under an attribute of the instance, written by the class from a function's string result
+        "import os\nimport torch\ndef describe(obj) -> str:\n    return str(obj)\n\nclass Cache:\n    def __init__(self, root):\n"
+        "        self.root = root\n\n    def changed(self, obj):\n"
+        "        return torch.load(os.path.join(self.root, \"obj.pt\")) != describe(obj)\n\n"
+        "    def write(self, obj):\n        torch.save(describe(obj), os.path.join(self.root, \"obj.pt\"))\n",
         # a pytest fixture that returns a path it saved CPU data to
         "import pytest\nimport torch\n@pytest.fixture\ndef weights(tmp_path):\n    model = torch.nn.Linear(2, 2)\n"
         "    path = tmp_path / \"w.pt\"\n    torch.save(model.state_dict(), path)\n    return path\n\n"
@@ -191,6 +203,12 @@ class TorchLoadWithoutMapLocation(Rule):
         "import os\nimport torch\ndef tokens(tokenizer, f, texts):\n    if os.path.exists(f):\n"
         "        return torch.load(f)\n    ids = tokenizer(texts, return_tensors=\"pt\")[\"input_ids\"]\n"
         "    torch.save(ids, f)\n    return ids\n",
+        # a cache folder written with CPU data under the loaded name pattern
+        "import os\nimport torch\ndef tokens(tokenizer, folder, texts, keys):\n"
+        "    if all(os.path.exists(os.path.join(folder, f\"{k}.pt\")) for k in keys):\n"
+        "        return {k: torch.load(os.path.join(folder, f\"{k}.pt\")) for k in keys}\n    d = {k: [] for k in keys}\n"
+        "    for text in texts:\n        t = tokenizer(text, return_tensors=\"pt\")\n        for k in keys:\n"
+        "            d[k].append(t[k])\n    for k, v in d.items():\n        torch.save(torch.cat(v), os.path.join(folder, f\"{k}.pt\"))\n",
         "import torch\ndef test_fit(trainer, tmp_path):\n    trainer.fit(tmp_path)\n    torch.load(tmp_path / \"m.pt\")\n",
         # a file that an object built on a fresh folder names, in a helper every call gives a fresh folder
         "import torch\ndef _check(folder, engine):\n    saver = Saver(folder, \"run\")\n"
@@ -319,6 +337,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return  # this file wrote it from values on the CPU: it loads anywhere
         if path is not None and written_by_this_run(self.ctx, node, path.value):
             return  # written by this run (before, a CPU cache, in a folder made this run): its devices exist here
+        if path is not None and in_cpu_cache_folder(self.ctx, node, path.value):
+            return  # a file of a cache folder whose every writer saves CPU data
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
@@ -345,7 +365,7 @@ class TorchLoadWithoutMapLocation(Rule):
         if given is not None:
             edit = self.replace(given.value, value)
         else:
-            edit = self.replace(call, self.ctx.code(self._with_keyword(call, value), call))
+            edit = self.replace(call, self.ctx.code(with_keyword(call, "map_location", value), call))
         return self.fix(title, applicability, edit, needs_device=needs_definition)
 
     # -- which map_location keeps what the program does --------------------------------------------
@@ -355,7 +375,7 @@ class TorchLoadWithoutMapLocation(Rule):
         treats it as data (compared, turned into numpy, called on CPU inputs)."""
         self._data_evidence = False
         self._doubts: list[str] = []
-        if self._in_dataset(call):
+        if in_dataset(self.ctx, call):
             return CPU_ONLY  # data-loading code hands CPU tensors to DataLoader workers
         keeps = BOTH
         for use in self._uses(call, set()):
@@ -549,59 +569,7 @@ class TorchLoadWithoutMapLocation(Rule):
 
     def _cpu_data(self, call: cst.Call) -> bool:
         """Is the loaded value data (a vocabulary, a cache, an expected output) rather than a checkpoint?"""
-        words: set[str] = set()
-        parent = self.ctx.parent(call)
-        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
-            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            for target in targets:
-                last = last_component(target)
-                if last:
-                    words.update(name_words(last))
-        path = find_arg(call, "f", 0)
-        if path is not None:
-            text = string_value(path.value)
-            last = last_component(path.value)
-            for part in re.split(r"[^A-Za-z0-9]+", text or last or ""):
-                words.update(name_words(part))
-        return bool(words & DATA_WORDS) or self._data_evidence
-
-    @staticmethod
-    def _with_keyword(call: cst.Call, value: str) -> cst.Call:
-        new_arg = cst.Arg(cst.parse_expression(value), keyword=cst.Name("map_location"),
-                          equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-        args = list(call.args)
-        if not args:
-            return call.with_changes(args=[new_arg])
-        last = args[-1]
-        if not isinstance(last.comma, cst.Comma) and "\n" in _code(last.whitespace_after_arg):
-            # `load(\n    path\n)`: the new argument goes on its own line, before the closing paren
-            separator = cst.Comma(whitespace_after=call.whitespace_before_args)
-            args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-            new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
-        elif isinstance(last.comma, cst.Comma):
-            # A trailing comma: the new argument takes it (and the newline before `)`), the old
-            # last one takes the separator used between earlier arguments.
-            previous = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
-            separator = previous or cst.Comma(whitespace_after=call.whitespace_before_args)
-            args[-1] = last.with_changes(comma=separator)
-            new_arg = new_arg.with_changes(comma=last.comma)
-        return call.with_changes(args=[*args, new_arg])
-
-    def _in_dataset(self, call: cst.Call) -> bool:
-        """Data loading code (a Dataset class, `__getitem__`) hands CPU tensors to DataLoader workers."""
-        for ancestor in self.ctx.ancestors(call):
-            if isinstance(ancestor, cst.FunctionDef) and ancestor.name.value in ("__getitem__", "__iter__", "__len__"):
-                return True
-            if isinstance(ancestor, cst.ClassDef) and any(
-                (dotted_name(base.value) or "").endswith("Dataset") for base in ancestor.bases
-            ):
-                return True
-        return False
-
+        return names_data(self.ctx, call) or self._data_evidence
 
 def _names_in(root: cst.CSTNode, name: str) -> list[cst.Name]:
     return [node for node, _ in walk(root) if isinstance(node, cst.Name) and node.value == name]
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
