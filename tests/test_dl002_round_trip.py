@@ -77,6 +77,24 @@ CLEARED = {
                 torch.save(ids, f)
                 return ids
     ''',
+    # a name bound twice: between the bindings it holds the first one's value on every path
+    "path_rebound_after_load": '''
+        import os.path as osp, torch
+        def test_packaging(home, model):
+            path = osp.join(home(), "model.pt")
+            torch.save(model, path)
+            model = torch.load(path, weights_only=False)
+            path = osp.join(home(), "package.pt")
+            export(model, path)
+    ''',
+    "path_rebound_before_save": '''
+        import torch
+        def f(model, other):
+            p = other
+            p = "a.pt"
+            torch.save(model.state_dict(), p)
+            return torch.load(p)
+    ''',
 }
 
 FLAGGED = {
@@ -107,6 +125,39 @@ FLAGGED = {
             p = "a.pt"
             torch.save(model.state_dict(), p)
             p = other
+            return torch.load(p)
+    ''',
+    # a re-binding that may run between (in a branch), or after the load in a loop around it
+    "path_rebound_in_branch_between": '''
+        import torch
+        def f(model, other, check):
+            p = "a.pt"
+            torch.save(model.state_dict(), p)
+            if check:
+                p = other
+            return torch.load(p)
+    ''',
+    "path_rebound_after_load_in_loop": '''
+        import torch
+        def f(model, others):
+            p = "a.pt"
+            torch.save(model.state_dict(), p)
+            for other in others:
+                sd = torch.load(p)
+                p = other
+    ''',
+    # another function re-binds the global name the load reads
+    "path_global_rebound": '''
+        import torch
+        p = "c.pt"
+        def reset():
+            global p
+            p = "b.pt"
+        def f(model):
+            global p
+            p = "a.pt"
+            torch.save(model.state_dict(), p)
+            reset()
             return torch.load(p)
     ''',
     # saved in a loop body that may run zero times, loaded after it

@@ -123,7 +123,8 @@ class TorchLoadWithoutMapLocation(Rule):
     - A file this run wrote before loading it, whatever it holds: `torch.save(model.state_dict(), p)` then
       `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier statement of a
       block that holds the load in the same function or module body, so that it runs first on every path (not in a
-      branch, nor in a loop body the load is after). Every device the saved tensors name exists in this process. Also a
+      branch, nor in a loop body the load is after); a name bound again after the load (`path = other` next) still
+      names the saved file there. Every device the saved tensors name exists in this process. Also a
       cache of one function, `if os.path.exists(f):` with `return torch.load(f)`, where every writer of `f` is a
       `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
       (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
