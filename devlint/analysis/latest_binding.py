@@ -29,7 +29,7 @@ _BOUNDARIES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetC
 def sole_binding(ctx, use: cst.Name, assignments) -> cst.CSTNode | None:
     """The node (the target `Name`) of the one binding among `assignments` (those of `use`'s scope) that
     reaches `use`, or None."""
-    if _declared_elsewhere(ctx, use.value):
+    if declared_elsewhere(ctx, use.value):
         return None
     nodes = [a.node for a in assignments]
     for node in nodes:
@@ -69,5 +69,5 @@ def _within(ctx, node: cst.CSTNode, statements: set[int]) -> bool:
     return any(id(a) in statements for a in ctx.ancestors(node))
 
 
-def _declared_elsewhere(ctx, name: str) -> bool:
+def declared_elsewhere(ctx, name: str) -> bool:
     return any(n.name.value == name for kind in (cst.Global, cst.Nonlocal) for d in ctx.nodes(kind) for n in d.names)

@@ -6,7 +6,9 @@ Two shapes rule that out without knowing what was saved:
 - **a round trip**: a `torch.save(X, P)` (or `torch.jit.save`) of the same path runs before the load
   on every path through its scope: it is an earlier statement of a block that holds the load (not in
   a branch that may be skipped, not in a loop body the load is after), in the same function or module
-  body. The file was written by this process, so every device its tensors name exists here. "The same
+  body; or a save that the first turn of a counted loop before the load makes, every turn or as the
+  best so far (devlint.analysis.best_so_far: `if score > best:` with `best` starting at `-math.inf`).
+  The file was written by this process, so every device its tensors name exists here. "The same
   path" is devlint.analysis.origins' `path_key`: the same literal, the same single binding of a name, or
   the same expression of those; a name bound twice (re-bound between) has no key.
 - **a cache of the same function**: every writer of the path is a `torch.save` in the function that
@@ -26,6 +28,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.facts import FileFacts
+from devlint.analysis.best_so_far import first_turn_saves
 from devlint.analysis.fresh_folders import in_fresh_folder
 from devlint.analysis.origins import SAVERS, _calls_with, _verdict, host_value, path_key
 from devlint.syntax import find_arg
@@ -52,7 +55,7 @@ def written_by_this_run(ctx: FileFacts, load: cst.Call, path: cst.CSTNode) -> bo
          and find_arg(call, "f", 1) is arg else others).append(call)
     if others or not savers:
         return False
-    if any(_dominates(ctx, save, load) for save in savers):
+    if any(_dominates(ctx, save, load) or first_turn_saves(ctx, save, load) for save in savers):
         return True
     function = ctx.enclosing(load, _SCOPES)
     return isinstance(function, cst.FunctionDef) and all(
