@@ -38,7 +38,6 @@ import operator
 
 import libcst as cst
 
-from devlint.analysis.latest_binding import declared_elsewhere
 from devlint.syntax import descendants, string_value
 
 _BOUNDARIES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -163,7 +162,8 @@ def _comparison(ctx, test) -> list:
 def _start(ctx, best: cst.Name, loop: cst.For, if_node: cst.If):
     """The value `best` holds at the first comparison: its one plain binding earlier in the loop's block,
     with every other binding from there to the loop's end inside the `if`'s body."""
-    if declared_elsewhere(ctx, best.value):
+    if any(n.name.value == best.value for kind in (cst.Global, cst.Nonlocal) for d in ctx.nodes(kind)
+           for n in d.names):
         return None  # (another function may re-bind it)
     assignments = ctx.bindings(best)
     block = ctx.parent(loop)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.facts import FileFacts
-from devlint.analysis.latest_binding import sole_binding
 from devlint.syntax import dotted_name, find_arg, string_value
 
 SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
@@ -48,8 +47,8 @@ MAX_DEPTH = 12
 # -- the identity of a path expression ------------------------------------------------------------------
 def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
     """What identifies the file a path expression names, or None: a literal's text, one binding of a name
-    (a parameter too: a test's fixture path; of a name bound several times, the one straight-line code
-    says the use reads, devlint.analysis.latest_binding), or an expression built from those by `/`, `+`,
+    (a parameter too: a test's fixture path; of a name bound several times, the one that certainly ran
+    last before the use, devlint.analysis.derived.last_binding), or an expression built from those by `/`, `+`,
     `os.path.join`, f-strings and `str()`/`Path()`."""
     if depth > MAX_DEPTH:
         return None
@@ -60,9 +59,13 @@ def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
         if expr.value in ctx.imported_names:
             return None
         assignments = ctx.bindings(expr)
-        node = assignments[0].node if len(assignments) == 1 else sole_binding(ctx, expr, assignments)
-        if node is None:
+        if len(assignments) > 1:  # re-bound: the binding this read sees, where one certainly ran last
+            from devlint.analysis.derived import last_binding
+
+            assignments = [b for b in [last_binding(ctx, expr)] if b is not None]
+        if len(assignments) != 1:
             return None
+        node = assignments[0].node
         value = ctx.assigned_value(node)
         if value is not None:
             inner = path_key(ctx, value, depth + 1)
