@@ -127,7 +127,7 @@ def _always_true(ctx, if_node: cst.If, loop: cst.For) -> bool:
     found = [f for f in found if f[3] is not None]
     if len(found) != 1:
         return False
-    compare, best, best_first, start = found[0]
+    compare, _, best_first, start = found[0]
     tests = [t for t in (_test_of(start), _test_of(compare)) if t is not None]
     if tests and not _one_unchanged_condition(ctx, tests, loop):
         return False

@@ -168,6 +168,8 @@ def _verdict(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool | None:
     writer = _writer_verdict(ctx, call, arg)
     if writer is not None:
         return writer
+    if _only_reads(ctx, call, arg):
+        return None  # `load_checkpoint(path)` of a function of the file that only loads it
     last = (dotted_name(call.func) or "").rsplit(".", 1)[-1].lower()
     if last == "open":
         mode = find_arg(call, "mode", 1)
@@ -198,6 +200,12 @@ def _writer_verdict(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool | None
         else:
             verdicts.append(False)
     return all(verdicts) if verdicts else None
+
+
+def _only_reads(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool:
+    from devlint.analysis.path_readers import only_reads
+
+    return only_reads(ctx, call, arg)
 
 
 def _argument(call: cst.Call, param: tuple) -> cst.Arg | None:

@@ -119,7 +119,9 @@ class TorchLoadWithoutMapLocation(Rule):
       A save of a value that went to the device (moved by .cuda() or .to(...) to anything but the CPU, a
       model moved in place, or passed where it may be) or of unknown place leaves the load flagged, and
       so does a path that differs or cannot be told, another call that may write it (a call named like a
-      writer, such as save_checkpoint or fit, or an open for writing), and a parameter pytest may parametrize.
+      writer, such as save_checkpoint or fit, or an open for writing, unless it calls a function of the file
+      that only loads that path: `load_checkpoint(p)` doing `torch.load(p)`), and a parameter pytest may
+      parametrize. A notebook sees the project as a script in its folder does (`import fc_model`).
     - A file this run wrote before loading it, whatever it holds: `torch.save(model.state_dict(), p)` then
       `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier statement of a
       block that holds the load in the same function or module body, so that it runs first on every path (not in a
@@ -132,6 +134,8 @@ class TorchLoadWithoutMapLocation(Rule):
       `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
       (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
       call that may bring the file from elsewhere (a copy, a download, an open for writing), leaves the load flagged.
+      Also the path parameter of a function that no other file can call (nested, named `_...`, or in a notebook)
+      whose every call passes such a file: `load_checkpoint("m.pt")` after `torch.save(state, "m.pt")`.
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
       TemporaryDirectory(), a fixture of those): `torch.load(tmp_path / "m.pt")` after `trainer.fit(tmp_path)`: its writer
       ran here. Not a path that may leave it, gettempdir(), a folder of unknown origin, nor a folder copied or downloaded into.
