@@ -26,6 +26,9 @@ statement of the loop body itself (saved every turn), when
   higher_is_better else operator.lt`) is read on each side of its test, one name bound once in the
   function, both expressions taking the same side: the comparison must hold on every side.
 
+Not in a notebook's top level: its cells run one by one at the reader's will, and the cell that trains
+(the loop) is the one a reader skips, to load a checkpoint saved elsewhere (often on a GPU) instead.
+
 Two runs are read as outside the program's use and not guarded against: a training loop that runs
 no turn (`--epochs 0`: `range(...)` of a count devlint cannot see is taken to run, but not a literal
 empty one such as `range(0)`), and a score that is NaN, or the starting infinity itself, on every
@@ -38,6 +41,7 @@ import operator
 
 import libcst as cst
 
+from devlint.analysis.top_level import is_notebook
 from devlint.syntax import descendants, string_value
 
 _BOUNDARIES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -69,6 +73,8 @@ def first_turn_saves(ctx, save: cst.Call, load: cst.Call) -> bool:
         return False
     if not _counted(ctx, loop) or not _earlier(ctx, loop, load):
         return False
+    if is_notebook(ctx) and ctx.enclosing(loop, (cst.FunctionDef, cst.Lambda)) is None:
+        return False  # (a notebook's training cell: the one a reader skips, loading a checkpoint from elsewhere)
     return if_node is None or _always_true(ctx, if_node, loop)
 
 

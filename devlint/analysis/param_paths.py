@@ -29,6 +29,8 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from devlint.analysis.top_level import is_notebook
+
 Test = Callable[[cst.Call, cst.CSTNode], bool]
 
 
@@ -53,7 +55,7 @@ def _every_call_gives(ctx, param: cst.Param, test: Test) -> bool:
     owner = ctx.enclosing(function, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
     if isinstance(owner, (cst.ClassDef, cst.Lambda)) or name.startswith("test"):
         return False
-    if owner is None and not (name.startswith("_") and not name.endswith("__")) and not _notebook(ctx):
+    if owner is None and not (name.startswith("_") and not name.endswith("__")) and not is_notebook(ctx):
         return False  # (a public function of a module: other files may call it)
     if name in ctx.binding_sites or name in ctx.imported_names or sum(
             d.name.value == name for d in ctx.nodes(cst.FunctionDef)) != 1:
@@ -82,8 +84,3 @@ def _gives(function: cst.FunctionDef, param: cst.Param, call: cst.Call, test: Te
         return False
     by_name = [a for a in call.args if a.keyword is not None and a.keyword.value == param.name.value]
     return len(by_name) == 1 and test(call, by_name[0].value)
-
-
-def _notebook(ctx) -> bool:
-    path = getattr(ctx.project, "path", None) or ""
-    return path.endswith(".ipynb")

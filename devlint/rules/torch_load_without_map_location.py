@@ -129,7 +129,8 @@ class TorchLoadWithoutMapLocation(Rule):
       names the saved file there. Also a save that the first turn of a `for ... in range(...)` loop before the load
       makes: a statement of the loop body, or the best-so-far save `if score > best:` with `best` started at an
       infinity every score beats (`-math.inf`, `float("inf")` for a loss); a run of no epoch, or of NaN scores only,
-      is taken as outside the program's use. A save under any other condition stays flagged. Every device the saved tensors name exists in this process. Also a
+      is taken as outside the program's use. Not at a notebook's top level, where a reader skips the training cell
+      to load a checkpoint from elsewhere. A save under any other condition stays flagged. Every device the saved tensors name exists in this process. Also a
       cache of one function, `if os.path.exists(f):` with `return torch.load(f)`, where every writer of `f` is a
       `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
       (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
