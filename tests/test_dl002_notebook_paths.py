@@ -153,8 +153,8 @@ def test_a_training_loop_at_a_notebooks_top_level_may_be_skipped(tmp_path):
     script, not in a notebook's top level: its reader may skip the training cell."""
     cells = (
         "import math, torch\nmodel = torch.nn.Linear(2, 2).cuda()\n",
-        "best = math.inf\nfor epoch in range(1, 31):\n    loss = evaluate(model)\n    if loss <= best:\n"
-        "        torch.save(model.state_dict(), 'model.pt')\n        best = loss\n",
+        ("best = math.inf\nfor epoch in range(1, 31):\n    loss = evaluate(model)\n    if loss <= best:\n"
+         "        torch.save(model.state_dict(), 'model.pt')\n        best = loss\n"),
         "model.load_state_dict(torch.load('model.pt'))\n",
     )
     assert flagged_cells(tmp_path / "lesson.ipynb", notebook(*cells)) == [(3, 1)]
