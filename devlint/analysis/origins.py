@@ -48,7 +48,7 @@ MAX_DEPTH = 12
 def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
     """What identifies the file a path expression names, or None: a literal's text, one binding of a name
     (a parameter too: a test's fixture path; of a name bound several times, the one that certainly ran
-    last before the use, devlint.analysis.derived.last_binding), or an expression built from those by `/`, `+`,
+    last before the use, devlint.analysis.flow.last_binding), or an expression built from those by `/`, `+`,
     `os.path.join`, f-strings and `str()`/`Path()`."""
     if depth > MAX_DEPTH:
         return None
@@ -60,7 +60,7 @@ def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
             return None
         assignments = ctx.bindings(expr)
         if len(assignments) > 1:  # re-bound: the binding this read sees, where one certainly ran last
-            from devlint.analysis.derived import last_binding
+            from devlint.analysis.flow import last_binding
 
             assignments = [b for b in [last_binding(ctx, expr)] if b is not None]
         if len(assignments) != 1:

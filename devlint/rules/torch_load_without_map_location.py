@@ -121,7 +121,7 @@ class TorchLoadWithoutMapLocation(Rule):
       so does a path that differs or cannot be told, another call that may write it (a call named like a
       writer, such as save_checkpoint or fit, or an open for writing, unless it calls a function of the file
       that only loads that path: `load_checkpoint(p)` doing `torch.load(p)`), and a parameter pytest may
-      parametrize. A notebook sees the project as a script in its folder does (`import fc_model`).
+      parametrize. A notebook sees the project as a script in its folder does (the classes of its sibling modules).
     - A file this run wrote before loading it, whatever it holds: `torch.save(model.state_dict(), p)` then
       `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier statement of a
       block that holds the load in the same function or module body, so that it runs first on every path (not in a
@@ -197,6 +197,20 @@ class TorchLoadWithoutMapLocation(Rule):
         "        return torch.load(f)\n    ids = tokenizer(texts, return_tensors=\"pt\")[\"input_ids\"]\n"
         "    torch.save(ids, f)\n    return ids\n",
         "import torch\ndef test_fit(trainer, tmp_path):\n    trainer.fit(tmp_path)\n    torch.load(tmp_path / \"m.pt\")\n",
+        # a path name bound again after the load
+        "import torch\ndef export(model, home):\n    path = home + \"/model.pt\"\n    torch.save(model, path)\n"
+        "    model = torch.load(path, weights_only=False)\n    other = home + \"/package.pt\"\n    path = other\n"
+        "    return model, path\n",
+        # the first turn of a counted loop saves: a best-so-far score from an infinity every score beats
+        "import math\nimport torch\ndef train(model, epochs):\n    best = -math.inf\n    for epoch in range(epochs):\n"
+        "        score = evaluate(model)\n        if score > best:\n            best = score\n"
+        "            torch.save(model.state_dict(), \"best.pt\")\n    model.load_state_dict(torch.load(\"best.pt\"))\n",
+        "import torch\ndef fit(model, epochs):\n    best_loss = float(\"inf\")\n    for _ in range(epochs):\n"
+        "        loss = validate(model)\n        if loss < best_loss:\n            best_loss = loss\n"
+        "            torch.save(model, \"best.pt\")\n    return torch.load(\"best.pt\", weights_only=False)\n",
+        # a function that only loads its path parameter, every call of which passes a file saved before it
+        "import torch\ndef _load_checkpoint(p):\n    return torch.load(p)\n\ndef restore(model, state):\n"
+        "    torch.save(state, \"m.pt\")\n    model.load_state_dict(_load_checkpoint(\"m.pt\"))\n",
     )
     INVALID = (
         Invalid(
