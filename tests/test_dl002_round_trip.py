@@ -133,6 +133,13 @@ CLEARED = {
             model.load_state_dict(torch.load("best.pt"))
     ''',
     # saved on every turn of a counted loop (a run of no epoch is outside the program's use)
+    "save_every_turn_of_literal_counted_loop": '''
+        import torch
+        def f(model):
+            for _ in range(10, 0, -1):
+                torch.save(model.state_dict(), "last.pt")
+            return torch.load("last.pt")
+    ''',
     "save_every_turn_of_counted_loop": '''
         import torch
         def f(model, epochs):
@@ -217,6 +224,13 @@ FLAGGED = {
         import torch
         def f(model):
             for _ in range(0):
+                torch.save(model.state_dict(), "best.pt")
+            return torch.load("best.pt")
+    ''',
+    "save_in_empty_range_with_step": '''
+        import torch
+        def f(model):
+            for _ in range(10, 0, 1):
                 torch.save(model.state_dict(), "best.pt")
             return torch.load("best.pt")
     ''',

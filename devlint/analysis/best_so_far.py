@@ -104,11 +104,20 @@ def _counted(ctx, loop: cst.For) -> bool:
         return False
     if not it.args or any(a.star or a.keyword for a in it.args):
         return False
-    values = [a.value.evaluated_value if isinstance(a.value, cst.Integer) else None for a in it.args]
-    if None in values or len(values) > 2:
+    values = [_integer(a.value) for a in it.args]
+    if None in values or len(values) > 3:
         return True  # a count devlint cannot see: taken to run (the module docstring)
-    start, stop = (0, values[0]) if len(values) == 1 else values
-    return stop > start
+    try:
+        return len(range(*values)) > 0
+    except ValueError:
+        return False  # (a step of 0)
+
+
+def _integer(expr) -> int | None:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = _integer(expr.expression)
+        return None if inner is None else -inner
+    return expr.evaluated_value if isinstance(expr, cst.Integer) else None
 
 
 def _earlier(ctx, statement, load: cst.Call) -> bool:
