@@ -122,7 +122,10 @@ SAVED = {
     "import torch\nm = torch.nn.Linear(3, 1)\nP = 'm.pt'\ntorch.save(m.state_dict(), 'm.pt')\nprobe(P)": True,
     "import torch\nm = torch.nn.Linear(3, 1)\ntorch.save(m.state_dict(), 'm.pt')\nprobe('other.pt')": False,
     "import torch\nm = torch.nn.Linear(3, 1)\ntorch.save(m.state_dict(), f'{d}/m.pt')\nprobe(f'{d}/m.pt')": False,
-    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\nP = 'b.pt'\ntorch.save(m, P)\nprobe(P)": False,
+    # a name bound twice: each read sees the binding that certainly ran last before it
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\nP = 'b.pt'\ntorch.save(m, P)\nprobe(P)": True,
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\ntorch.save(m, P)\nP = 'b.pt'\nprobe(P)": False,
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\ntorch.save(m, P)\nif c:\n    P = other\nprobe(P)": False,
     "import torch\nm = torch.nn.Linear(3, 1).cuda()\ntorch.save(m.state_dict(), 'm.pt')\nprobe('m.pt')": False,
     "import torch\nm = torch.nn.Linear(3, 1)\ntorch.save(m.state_dict(), 'm.pt')\n"
     "torch.save(m.cuda().state_dict(), 'm.pt')\nprobe('m.pt')": False,
