@@ -47,8 +47,9 @@ the use (the last one that certainly ran decides; one on a branch, in a loop or 
 and, once the object escapes (passed to a call other than `torch.save`/`print`, stored, put in a
 container, returned), a move of anything that may alias it (a parameter, an attribute, a name bound
 from another name; not a new module such as `nn.Linear(3, 1).cuda()`). Tensors (by `kinds`) do not
-move in place. A call the object is given between its binding and the use (`train(model)`) makes it UNKNOWN
-unless the callee is read and leaves it in place (devlint.analysis.param_moves).
+move in place. A call the object is given between its binding and the use (`train(model)`) may move it to the
+run's device (so a CPU module becomes UNKNOWN), unless the callee is read and leaves it in place
+(devlint.analysis.param_moves).
 
 Every recursive step goes through `Placement._step`, memoised per node with a set of steps in
 progress: a step that needs itself again (`x = x`, `a = b; b = a`) gets UNKNOWN there, and an answer
@@ -475,7 +476,9 @@ class Placement:
                     bound_at <= where <= use or self.ctx.loop_around_both(call, name)):
                 continue  # before the binding or after the use, in straight-line code
             if may_move(self.ctx, call, argument):
-                return [(UNKNOWN, None, False)]
+                # (to the run's device, as code that moves a model does: a CPU module becomes unknown, and a
+                # module already there stays there, for the rules that look for device values)
+                return [(DEVICE, None, False)]
         return []
 
     def _dominates(self, move: cst.CSTNode, use: cst.CSTNode) -> bool:
