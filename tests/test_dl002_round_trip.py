@@ -77,6 +77,76 @@ CLEARED = {
                 torch.save(ids, f)
                 return ids
     ''',
+    # a name bound twice: between the bindings it holds the first one's value on every path
+    "path_rebound_after_load": '''
+        import os.path as osp, torch
+        def test_packaging(home, model):
+            path = osp.join(home(), "model.pt")
+            torch.save(model, path)
+            model = torch.load(path, weights_only=False)
+            path = osp.join(home(), "package.pt")
+            export(model, path)
+    ''',
+    "path_rebound_before_save": '''
+        import torch
+        def f(model, other):
+            p = other
+            p = "a.pt"
+            torch.save(model.state_dict(), p)
+            return torch.load(p)
+    ''',
+    # the best-so-far idiom: `best` starts at an infinity every score beats, so the first turn saves
+    "best_so_far_from_minus_infinity": '''
+        import torch
+        def train(model, epochs):
+            best = -float("inf")
+            for epoch in range(epochs):
+                acc = evaluate(model)
+                if acc > best:
+                    best = acc
+                    torch.save(model.state_dict(), "best.pt")
+            model.load_state_dict(torch.load("best.pt"))
+    ''',
+    "best_so_far_loss_on_the_left": '''
+        import math, torch
+        def train(model, epochs):
+            best_loss = math.inf
+            for epoch in range(1, epochs + 1):
+                loss = evaluate(model)
+                if best_loss >= loss:
+                    torch.save(model, "best.pt")
+                    best_loss = loss
+            return torch.load("best.pt", weights_only=False)
+    ''',
+    # the direction chosen at run time, the start and the comparison on the same side of one flag
+    "best_so_far_either_direction": '''
+        import math, operator, torch
+        def main(args, model):
+            higher_is_better = args.metric == "auc"
+            best = -math.inf if higher_is_better else math.inf
+            for epoch in range(args.epochs):
+                score = evaluate(model)
+                is_better = operator.gt if higher_is_better else operator.lt
+                if is_better(score, best):
+                    best = score
+                    torch.save(model.state_dict(), "best.pt")
+            model.load_state_dict(torch.load("best.pt"))
+    ''',
+    # saved on every turn of a counted loop (a run of no epoch is outside the program's use)
+    "save_every_turn_of_literal_counted_loop": '''
+        import torch
+        def f(model):
+            for _ in range(10, 0, -1):
+                torch.save(model.state_dict(), "last.pt")
+            return torch.load("last.pt")
+    ''',
+    "save_every_turn_of_counted_loop": '''
+        import torch
+        def f(model, epochs):
+            for _ in range(epochs):
+                torch.save(model.state_dict(), "last.pt")
+            return torch.load("last.pt")
+    ''',
 }
 
 FLAGGED = {
@@ -109,13 +179,127 @@ FLAGGED = {
             p = other
             return torch.load(p)
     ''',
-    # saved in a loop body that may run zero times, loaded after it
+    # a re-binding that may run between (in a branch), or after the load in a loop around it
+    "path_rebound_in_branch_between": '''
+        import torch
+        def f(model, other, check):
+            p = "a.pt"
+            torch.save(model.state_dict(), p)
+            if check:
+                p = other
+            return torch.load(p)
+    ''',
+    "path_rebound_after_load_in_loop": '''
+        import torch
+        def f(model, others):
+            p = "a.pt"
+            torch.save(model.state_dict(), p)
+            for other in others:
+                sd = torch.load(p)
+                p = other
+    ''',
+    # another function re-binds the global name the load reads
+    "path_global_rebound": '''
+        import torch
+        p = "c.pt"
+        def reset():
+            global p
+            p = "b.pt"
+        def f(model):
+            global p
+            p = "a.pt"
+            torch.save(model.state_dict(), p)
+            reset()
+            return torch.load(p)
+    ''',
+    # saved in a loop body that may run zero times (over a collection, a literal empty range), loaded after it
     "save_in_loop_body": '''
         import torch
-        def f(model, epochs):
-            for _ in range(epochs):
+        def f(model, batches):
+            for _ in batches:
                 torch.save(model.state_dict(), "best.pt")
             return torch.load("best.pt")
+    ''',
+    "save_in_empty_range": '''
+        import torch
+        def f(model):
+            for _ in range(0):
+                torch.save(model.state_dict(), "best.pt")
+            return torch.load("best.pt")
+    ''',
+    "save_in_empty_range_with_step": '''
+        import torch
+        def f(model):
+            for _ in range(10, 0, 1):
+                torch.save(model.state_dict(), "best.pt")
+            return torch.load("best.pt")
+    ''',
+    # a best-so-far save the first turn may skip: a finite start, the wrong direction, another condition
+    "best_so_far_from_zero": '''
+        import torch
+        def train(model, epochs):
+            best = 0.0
+            for epoch in range(epochs):
+                acc = evaluate(model)
+                if acc > best:
+                    best = acc
+                    torch.save(model.state_dict(), "best.pt")
+            model.load_state_dict(torch.load("best.pt"))
+    ''',
+    "best_so_far_wrong_direction": '''
+        import math, torch
+        def train(model, epochs):
+            best = math.inf
+            for epoch in range(epochs):
+                acc = evaluate(model)
+                if acc > best:
+                    best = acc
+                    torch.save(model.state_dict(), "best.pt")
+            model.load_state_dict(torch.load("best.pt"))
+    ''',
+    "save_under_arbitrary_condition": '''
+        import torch
+        def train(model, epochs):
+            for epoch in range(epochs):
+                if epoch % 10 == 9:
+                    torch.save(model.state_dict(), "ckpt.pt")
+            model.load_state_dict(torch.load("ckpt.pt"))
+    ''',
+    "best_rebound_before_comparison": '''
+        import torch
+        def train(model, epochs, previous):
+            best = -float("inf")
+            for epoch in range(epochs):
+                best = previous
+                acc = evaluate(model)
+                if acc > best:
+                    torch.save(model.state_dict(), "best.pt")
+            model.load_state_dict(torch.load("best.pt"))
+    ''',
+    "first_turns_skipped": '''
+        import torch
+        def train(model, epochs):
+            best = -float("inf")
+            for epoch in range(epochs):
+                if epoch < 5:
+                    continue
+                acc = evaluate(model)
+                if acc > best:
+                    best = acc
+                    torch.save(model.state_dict(), "best.pt")
+            model.load_state_dict(torch.load("best.pt"))
+    ''',
+    "directions_on_different_flags": '''
+        import math, operator, torch
+        def main(args, model):
+            best = -math.inf if args.higher else math.inf
+            for epoch in range(args.epochs):
+                score = evaluate(model)
+                is_better = operator.gt if args.maximise else operator.lt
+                if is_better(score, best):
+                    best = score
+                    torch.save(model.state_dict(), "best.pt")
+            model.load_state_dict(torch.load("best.pt"))
     ''',
     # the load in a function defined after the save: it may run before it, or in another run
     "load_in_nested_function": '''

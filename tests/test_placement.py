@@ -129,6 +129,8 @@ SAVED = {
     "import torch\nm = torch.nn.Linear(3, 1)\nP = 'b.pt'\ntorch.save(torch.ones(1).cuda(), P)\nP = 'b.pt'\n"
     "torch.save(m, P)\nprobe(P)": False,
     "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\nif c:\n    P = 'b.pt'\ntorch.save(m, P)\nprobe(P)": False,
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\ntorch.save(m, P)\nP = 'b.pt'\nprobe(P)": False,
+    "import torch\nm = torch.nn.Linear(3, 1)\nP = 'a.pt'\ntorch.save(m, P)\nif c:\n    P = other\nprobe(P)": False,
     "import torch\nm = torch.nn.Linear(3, 1).cuda()\ntorch.save(m.state_dict(), 'm.pt')\nprobe('m.pt')": False,
     "import torch\nm = torch.nn.Linear(3, 1)\ntorch.save(m.state_dict(), 'm.pt')\n"
     "torch.save(m.cuda().state_dict(), 'm.pt')\nprobe('m.pt')": False,

@@ -391,6 +391,21 @@ def test_a_call_devlint_cannot_read_keeps_the_guard(project, caller):
     assert cached_and_fresh(project, ".") == ([], [])
 
 
+@pytest.mark.parametrize(("caller", "guard"), [
+    # a computed lookup called on the spot is one call, with the arguments it passes
+    ("def compare(a, b, op):\n    return getattr(version(a), op)(version(b))\n", False),
+    ("import models\n\ndef build(name):\n    return getattr(models, name)(0, 10)\n", False),
+    ("import models\n\ndef build(name):\n    return getattr(models, name)(0, 10, False)\n", True),
+    ("import models\n\ndef build(name, gpu):\n    return getattr(models, name)(0, 10, cuda=gpu)\n", True),
+    # kept, the function it finds is called where devlint cannot look
+    ("import models\n\ndef build(name):\n    return getattr(models, name)\n", True),
+    ("import sys\n\ndef find(mod, op):\n    f = getattr(sys.modules[mod], op)\n    return f(1)\n", True),
+])
+def test_a_lookup_by_computed_name_called_on_the_spot_passes_what_it_passes(project, caller, guard):
+    write(project / "registry.py", caller)
+    assert cached_and_fresh(project, ".") == (([], []) if guard else ([("models.py", "DL001")],) * 2)
+
+
 def test_the_cached_result_follows_the_callers(project):
     """Issue 29's rule: a cached pass or finding never outlives a change of a caller."""
     assert cached_and_fresh(project, "models.py") == ([("models.py", "DL001")],) * 2

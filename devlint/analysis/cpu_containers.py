@@ -9,7 +9,7 @@
 - a container display or comprehension is CPU when its elements are (`{k: [] for k in keys}`,
   `{k: torch.cat(v) for k, v in d.items()}`);
 - `torch.cat` / `torch.stack` (and their kin) of CPU tensors is CPU;
-- a name is CPU when the binding its read certainly sees is (devlint.analysis.self_paths' `last_binding`,
+- a name is CPU when the binding its read certainly sees is (devlint.analysis.flow's `last_binding`,
   or its only binding), and when everything put into it is: `d[k].append(x)`, `xs.extend(x)`, `d[k] = x`
   with `x` CPU, also through an item (`d.setdefault(k, []).append(x)`) or a loop variable over its parts
   (`for xs in d.values(): xs.append(x)`); a move of it, of a part or of a loop variable over it
@@ -70,7 +70,7 @@ def deep_cpu(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
 
 
 def _name_cpu(ctx: FileFacts, name: cst.Name, depth: int) -> bool:
-    from devlint.analysis.self_paths import last_binding
+    from devlint.analysis.flow import last_binding
 
     assignments = ctx.bindings(name)
     if not assignments:

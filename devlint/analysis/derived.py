@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+# last_binding was first written here, and other modules import it from here
+from devlint.analysis.flow import last_binding
 from devlint.facts import FileFacts
 from devlint.syntax import dotted_name, string_value
 
@@ -258,40 +260,6 @@ def on_run_device(ctx: FileFacts, expr: cst.BaseExpression, depth: int = 0) -> b
         device = next((a for a in args if a.keyword is not None and a.keyword.value == "device"), None)
         return device is not None and _cuda_target(ctx, device.value, depth)
     return False
-
-
-def last_binding(ctx: FileFacts, name: cst.Name):
-    """The binding of `name` that its read sees: a plain assignment in its own scope that certainly ran
-    (the last one before the read, dominating it, none later in a loop around both), else None."""
-    from devlint.analysis.flow import _deleted, _dominates, _source_order
-
-    if name.value in ("self", "cls") or any(
-        item.name.value == name.value for kind in (cst.Global, cst.Nonlocal)
-        for statement in ctx.nodes(kind) for item in statement.names
-    ):
-        return None
-    scope = ctx.scope(name)
-    assignments = ctx.bindings(name)
-    use = ctx.positions.get(name)
-    if scope is None or not assignments or use is None or _deleted(ctx, name, name.value):
-        return None
-    use = (use.start.line, use.start.column)
-    earlier = []
-    for assignment in assignments:
-        node = assignment.node
-        if assignment.scope is not scope or not isinstance(node, cst.Name) or ctx.assigned_value(node) is None:
-            return None  # a parameter, a closure, a loop variable, an unpacking, an import
-        at = ctx.effective_position(node)
-        if at is None:
-            return None
-        if at <= use:
-            earlier.append(((at, _source_order(ctx, node)), assignment))  # (one statement's targets: left to right)
-        elif ctx.loop_around_both(node, name):
-            return None  # bound again later in a loop that runs the use again
-    if not earlier:
-        return None
-    last = max(earlier, key=lambda item: item[0])[1]
-    return last if _dominates(ctx, last, name) else None
 
 
 def untouched(ctx: FileFacts, use: cst.Name, assignment, depth: int = 0) -> bool:

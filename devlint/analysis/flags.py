@@ -19,7 +19,9 @@ only for
 - a parameter with a literal default (`def one_hot(idx, size, cuda=True)`) that no call in the project
   passes (devlint.analysis.project_calls; a file checked without a path is its own project): not when a call
   passes it by position or keyword or unpacks `*args`/`**kwargs`, when the function is used other than
-  by calling it (`map(f, xs)`, `partial(f, cuda=False)`, `getattr`), when it has a decorator other
+  by calling it (`map(f, xs)`, `partial(f, cuda=False)`, `getattr`), when a lookup by a computed name
+  that may find it is kept rather than called (`fn = getattr(models, name)`; one called on the spot,
+  `getattr(ops, op)(x)`, is a call like any other and passes what it passes), when it has a decorator other
   than `staticmethod`/`classmethod`/`torch.no_grad` and the like (click and pytest inject arguments),
   or when it is a method that frameworks call (`forward`, `train(mode=True)`, dunders, `on_*` hooks,
   `*_step`);

@@ -1,7 +1,8 @@
 """Where a statement sits and what runs before a use, for the device analyses: the function, class or
 module whose body holds a node (`_owner`), whether a binding has certainly run whenever a use runs
 (`_dominates`), whether a `global`/`nonlocal` of a name comes after a use (`_declared_later`) or a
-`del` may unbind it (`_deleted`), and nodes in the file's order (`_source_order`)."""
+`del` may unbind it (`_deleted`), nodes in the file's order (`_source_order`), and the one binding a
+read of a re-bound name sees (`last_binding`)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,35 @@ def _deleted(ctx: FileFacts, node: cst.CSTNode, name: str) -> bool:
         ):
             return True
     return False
+
+
+def last_binding(ctx: FileFacts, name: cst.Name):
+    """The binding of `name` that its read sees: a plain assignment in its own scope that certainly ran
+    (the last one before the read, dominating it, none later in a loop around both), else None."""
+    if name.value in ("self", "cls") or any(
+        item.name.value == name.value for kind in (cst.Global, cst.Nonlocal)
+        for statement in ctx.nodes(kind) for item in statement.names
+    ):
+        return None
+    scope = ctx.scope(name)
+    assignments = ctx.bindings(name)
+    use = ctx.positions.get(name)
+    if scope is None or not assignments or use is None or _deleted(ctx, name, name.value):
+        return None
+    use = (use.start.line, use.start.column)
+    earlier = []
+    for assignment in assignments:
+        node = assignment.node
+        if assignment.scope is not scope or not isinstance(node, cst.Name) or ctx.assigned_value(node) is None:
+            return None  # a parameter, a closure, a loop variable, an unpacking, an import
+        at = ctx.effective_position(node)
+        if at is None:
+            return None
+        if at <= use:
+            earlier.append(((at, _source_order(ctx, node)), assignment))  # (one statement's targets: left to right)
+        elif ctx.loop_around_both(node, name):
+            return None  # bound again later in a loop that runs the use again
+    if not earlier:
+        return None
+    last = max(earlier, key=lambda item: item[0])[1]
+    return last if _dominates(ctx, last, name) else None

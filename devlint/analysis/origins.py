@@ -52,7 +52,8 @@ MAX_DEPTH = 12
 # -- the identity of a path expression ------------------------------------------------------------------
 def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
     """What identifies the file a path expression names, or None: a literal's text, one binding of a name
-    (a parameter too: a test's fixture path), or an expression built from those by `/`, `+`,
+    (a parameter too: a test's fixture path; of a name bound several times, the one that certainly ran
+    last before the use, devlint.analysis.flow.last_binding), or an expression built from those by `/`, `+`,
     `os.path.join`, f-strings and `str()`/`Path()`."""
     if depth > MAX_DEPTH:
         return None
@@ -63,9 +64,10 @@ def path_key(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0):
         if expr.value in ctx.imported_names:
             return None
         assignments = ctx.bindings(expr)
+        if len(assignments) > 1:  # re-bound: the binding this read certainly sees (devlint.analysis.self_paths)
+            assignments = [b for b in [_self_paths.rebound_binding(ctx, expr)] if b is not None]
         if len(assignments) != 1:
-            value = _self_paths.rebound_value(ctx, expr) if len(assignments) > 1 else None
-            return path_key(ctx, value, depth + 1) if value is not None else None
+            return None
         node = assignments[0].node
         value = ctx.assigned_value(node)
         if value is not None:
@@ -174,6 +176,8 @@ def _verdict(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool | None:
     writer = _writer_verdict(ctx, call, arg)
     if writer is not None:
         return writer
+    if _only_reads(ctx, call, arg):
+        return None  # `load_checkpoint(path)` of a function of the file that only loads it
     last = (dotted_name(call.func) or "").rsplit(".", 1)[-1].lower()
     if last == "open":
         mode = find_arg(call, "mode", 1)
@@ -202,6 +206,12 @@ def _writer_verdict(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool | None
         else:
             verdicts.append(False)
     return all(verdicts) if verdicts else None
+
+
+def _only_reads(ctx: FileFacts, call: cst.Call, arg: cst.Arg) -> bool:
+    from devlint.analysis.path_readers import only_reads
+
+    return only_reads(ctx, call, arg)
 
 
 def _argument(call: cst.Call, param: tuple) -> cst.Arg | None:

@@ -47,7 +47,9 @@ the use (the last one that certainly ran decides; one on a branch, in a loop or 
 and, once the object escapes (passed to a call other than `torch.save`/`print`, stored, put in a
 container, returned), a move of anything that may alias it (a parameter, an attribute, a name bound
 from another name; not a new module such as `nn.Linear(3, 1).cuda()`). Tensors (by `kinds`) do not
-move in place.
+move in place. A call the object is given between its binding and the use (`train(model)`) may move it to the
+run's device (so a CPU module becomes UNKNOWN), unless the callee is read and leaves it in place
+(devlint.analysis.param_moves).
 
 Every recursive step goes through `Placement._step`, memoised per node with a set of steps in
 progress: a step that needs itself again (`x = x`, `a = b; b = a`) gets UNKNOWN there, and an answer
@@ -446,7 +448,32 @@ class Placement:
                 continue  # `nn.Linear(3, 1).cuda()`: a new object
             if place is not CPU and self._escapes(assignment):
                 found.append((place, None, False))  # a parameter, an attribute, an alias: it may be this object
+        found.extend(self._passed_to_movers(name, assignment, same_scope))
         return found
+
+    def _passed_to_movers(self, name: cst.Name, assignment, same_scope: bool) -> list[tuple]:
+        """Calls the object is given to, between its binding and `name`, that may move it
+        (devlint.analysis.param_moves: `train(model)` whose body calls `model.cuda()`)."""
+        from devlint.analysis.param_moves import may_move
+
+        use, bound_at = self._position(name), self._effective(assignment.node)
+        for access in assignment.references:
+            argument = self.ctx.parent(access.node)
+            call = self.ctx.parent(argument) if isinstance(argument, cst.Arg) else None
+            if not isinstance(call, cst.Call) or argument.value is not access.node or access.node is name:
+                continue
+            if self.ctx.qualified_names(call.func) & (SAVERS | HARMLESS_FUNCTIONS) or (isinstance(
+                    call.func, cst.Attribute) and call.func.attr.value == "load_state_dict"):
+                continue
+            where = self._position(call)
+            if same_scope and None not in (where, use, bound_at) and not (
+                    bound_at <= where <= use or self.ctx.loop_around_both(call, name)):
+                continue  # before the binding or after the use, in straight-line code
+            if may_move(self.ctx, call, argument):
+                # (to the run's device, as code that moves a model does: a CPU module becomes unknown, and a
+                # module already there stays there, for the rules that look for device values)
+                return [(DEVICE, None, False)]
+        return []
 
     def _dominates(self, move: cst.CSTNode, use: cst.CSTNode) -> bool:
         """A statement of a block that holds `use` (so it ran before it)."""

@@ -10,6 +10,11 @@ assigns it from outside (`config.USE_CUDA = args.cuda`). devlint.analysis.flags 
   more callers can only make a parameter look passed;
 - `referenced`: the name is used other than as the callee of a call (`map(one_hot, xs)`,
   `partial(one_hot, cuda=False)`, `fn = one_hot`, `getattr(m, "one_hot")`): calls devlint cannot see;
+  so is every name a computed `getattr(m, name)` may reach, when its result is kept, passed or
+  returned (`fn = getattr(m, name)`), since the function found is then called where devlint cannot look.
+  A computed lookup called on the spot (`getattr(m, op)(x)`) is one call of whichever function it
+  finds, with that call's arguments: it counts as a call of every name it may reach, and so passes
+  a flag only by position, keyword or unpacking like any other call;
 - `stored`: an attribute of that name is assigned or deleted on anything but `self`/`cls`
   (`config.USE_CUDA = False`, `setattr(config, "USE_CUDA", v)`).
 
@@ -60,6 +65,8 @@ class FileUses:
     dynamic_get: frozenset
     dynamic_set: frozenset
     modules: frozenset
+    # (root, Call) of each computed `getattr(m, name)(...)` called where it is looked up
+    dynamic_calls: tuple = ()
 
     def uses(self, name: str, module: str | None) -> Uses:
         """`module`: the stem of the module defining `name` at its top level (a function, a constant),
@@ -69,7 +76,8 @@ class FileUses:
             if module is not None:
                 return bool(roots & {module, "sys", "*"})
             return bool(roots - self.modules)
-        return Uses(self.calls.get(name, ()), name in self.referenced or reaches(self.dynamic_get),
+        calls = self.calls.get(name, ()) + tuple(c for root, c in self.dynamic_calls if reaches(frozenset({root})))
+        return Uses(calls, name in self.referenced or reaches(self.dynamic_get),
                     name in self.stored or reaches(self.dynamic_set))
 
 
@@ -167,6 +175,9 @@ def _summarise(source: str | bytes) -> FileUses | None:
     dynamic_get: set[str] = set()
     dynamic_set: set[str] = set()
     nodes = list(ast.walk(tree))
+    # `getattr(m, op)(x)`: the lookup -> the call of its result
+    called_on_spot = {id(n.func): n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)}
+    dynamic_calls: list[tuple[str, Call]] = []
     modules = {(a.asname or a.name).split(".")[0] for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom))
                for a in node.names}
     for node in nodes:
@@ -177,17 +188,15 @@ def _summarise(source: str | bytes) -> FileUses | None:
         if called is None:
             continue
         callees.add(id(func))
-        calls.setdefault(called, []).append(Call(
-            positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
-            keywords=frozenset(k.arg for k in node.keywords if k.arg is not None),
-            unpacks=any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords),
-        ))
+        calls.setdefault(called, []).append(_call(node))
         if called in _REFLECTION and len(node.args) >= 2:
             # `getattr(m, "one_hot")` calls what devlint cannot follow; a computed name may be any
             key = node.args[1]
             getting = called in {"getattr", "hasattr"}
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 (referenced if getting else stored).add(key.value)
+            elif called == "getattr" and id(node) in called_on_spot:
+                dynamic_calls.append((_root(node.args[0]), _call(called_on_spot[id(node)])))
             else:
                 (dynamic_get if getting else dynamic_set).add(_root(node.args[0]))
     for node in nodes:
@@ -205,7 +214,15 @@ def _summarise(source: str | bytes) -> FileUses | None:
             elif not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
                 stored.add(node.attr)
     return FileUses({k: tuple(v) for k, v in calls.items()}, frozenset(referenced), frozenset(stored),
-                    frozenset(dynamic_get), frozenset(dynamic_set), frozenset(modules))
+                    frozenset(dynamic_get), frozenset(dynamic_set), frozenset(modules), tuple(dynamic_calls))
+
+
+def _call(node: ast.Call) -> Call:
+    return Call(
+        positional=sum(1 for a in node.args if not isinstance(a, ast.Starred)),
+        keywords=frozenset(k.arg for k in node.keywords if k.arg is not None),
+        unpacks=any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords),
+    )
 
 
 def _root(node) -> str:

@@ -6,13 +6,18 @@ Two shapes rule that out without knowing what was saved:
 - **a round trip**: a `torch.save(X, P)` (or `torch.jit.save`) of the same path runs before the load
   on every path through its scope: it is an earlier statement of a block that holds the load (not in
   a branch that may be skipped, not in a loop body the load is after), in the same function or module
-  body. The file was written by this process, so every device its tensors name exists here. "The same
+  body; or a save that the first turn of a counted loop before the load makes, every turn or as the
+  best so far (devlint.analysis.best_so_far: `if score > best:` with `best` starting at `-math.inf`).
+  The file was written by this process, so every device its tensors name exists here. "The same
   path" is devlint.analysis.origins' `path_key`: the same literal, the same single binding of a name, or
   the same expression of those; a name bound twice (re-bound between) has no key.
 - **a cache of the same function**: every writer of the path is a `torch.save` in the function that
   loads it, of CPU data (`_origins.host_value`) or of a tokenizer's `return_tensors="pt"` output
   never moved (tokenizers build their tensors on the CPU): the file can only come from an earlier
   run of this code, which saved CPU data (`if os.path.exists(f): return torch.load(f)` ... `torch.save(ids, f)`).
+
+- **a path parameter** that every call of its function fills with such a file, or one of CPU data
+  (devlint.analysis.param_paths): `load_checkpoint("m.pt")` after `torch.save(state, "m.pt")`.
 
 - **a folder created empty this run** (devlint.analysis.fresh_folders): `tmp_path / "m.pt"`, a file in a
   `tempfile.TemporaryDirectory()`: whatever wrote it ran here.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.facts import FileFacts
+from devlint.analysis.best_so_far import first_turn_saves
 from devlint.analysis.fresh_folders import in_fresh_folder
 from devlint.analysis.origins import SAVERS, _calls_with, _verdict, host_value, path_key
 from devlint.syntax import find_arg
@@ -50,13 +56,27 @@ def written_by_this_run(ctx: FileFacts, load: cst.Call, path: cst.CSTNode) -> bo
             continue  # (a load, `os.path.exists(p)`, `print(p)`)
         (savers if arg is not None and ctx.qualified_names(call.func) & SAVERS
          and find_arg(call, "f", 1) is arg else others).append(call)
-    if others or not savers:
+    if others:
         return False
-    if any(_dominates(ctx, save, load) for save in savers):
+    if not savers:
+        return _every_call_wrote(ctx, key)
+    if any(_dominates(ctx, save, load) or first_turn_saves(ctx, save, load) for save in savers):
         return True
     function = ctx.enclosing(load, _SCOPES)
     return isinstance(function, cst.FunctionDef) and all(
         ctx.enclosing(save, _SCOPES) is function and _cpu_saved(ctx, save) for save in savers)
+
+
+def _every_call_wrote(ctx: FileFacts, key) -> bool:
+    """A path parameter that every call of its function fills with a file this run wrote before the call,
+    or one of CPU data (devlint.analysis.param_paths)."""
+    if key[0] != "binding" or not isinstance(key[1], cst.Param):
+        return False
+    from devlint.analysis.origins import written_on_cpu
+    from devlint.analysis.param_paths import every_call_gives
+
+    return every_call_gives(ctx, key[1], lambda call, value: written_by_this_run(ctx, call, value)
+                            or written_on_cpu(ctx, value))
 
 
 def _dominates(ctx: FileFacts, save: cst.Call, load: cst.Call) -> bool:

@@ -17,7 +17,7 @@ writer found" asks. To keep that tie, a verdict on a path with such an attribute
 of the load (`same_class_writer`).
 
 **A name bound more than once** in its scope has the identity of the value of the one binding that
-certainly reaches a read (`last_binding`, as in devlint.analysis.derived: the last plain assignment before the
+certainly reaches a read (devlint.analysis.flow.`last_binding`: the last plain assignment before the
 read that dominates it, none later in a loop around both), but only when every read of that name in
 the scope has such a binding: a read that could see either value would be a writer hidden from the
 path's other uses.
@@ -56,9 +56,12 @@ def same_class_writer(ctx: FileFacts, path: cst.CSTNode, calls) -> bool:
     return cls is not None and any(ctx.enclosing(call, (cst.ClassDef,)) is cls for call in calls)
 
 
-def rebound_value(ctx: FileFacts, name: cst.Name) -> cst.BaseExpression | None:
-    """The value of the binding of a name bound several times that certainly reaches this read (its path
-    key is the path's), None unless every read of the name has such a binding."""
+def rebound_binding(ctx: FileFacts, name: cst.Name):
+    """The binding of a name bound several times that certainly reaches this read (devlint.analysis.flow's
+    `last_binding`), None unless every read of the name has such a binding: a read without one could be a
+    writer of the same file that no path key would match."""
+    from devlint.analysis.flow import last_binding
+
     assignments = ctx.bindings(name)
     if not assignments:
         return None
@@ -69,41 +72,7 @@ def rebound_value(ctx: FileFacts, name: cst.Name) -> cst.BaseExpression | None:
         bindings = {id(n): last_binding(ctx, n) if isinstance(n, cst.Name) else None for n in reads}
         memo[group] = None if not reads or any(b is None for b in bindings.values()) else bindings
     bindings = memo[group]
-    if bindings is None or id(name) not in bindings:
-        return None
-    return ctx.assigned_value(bindings[id(name)].node)
-
-
-def last_binding(ctx: FileFacts, name: cst.Name):
-    """The plain assignment of `name` in its own scope that its read certainly sees: the last one before
-    the read, dominating it, none later in a loop around both; else None. (devlint.analysis.derived has
-    the same judgement; that module sits above origins, which asks this one.)"""
-    from devlint.analysis.flow import _deleted, _dominates, _source_order
-
-    scope = ctx.scope(name)
-    assignments = ctx.bindings(name)
-    use = ctx.positions.get(name)
-    if scope is None or not assignments or use is None or _deleted(ctx, name, name.value) or any(
-            item.name.value == name.value for kind in (cst.Global, cst.Nonlocal)
-            for statement in ctx.nodes(kind) for item in statement.names):
-        return None
-    use = (use.start.line, use.start.column)
-    earlier = []
-    for assignment in assignments:
-        node = assignment.node
-        if assignment.scope is not scope or not isinstance(node, cst.Name) or ctx.assigned_value(node) is None:
-            return None  # a parameter, a closure, a loop variable, an unpacking, an import
-        at = ctx.effective_position(node)
-        if at is None:
-            return None
-        if at <= use:
-            earlier.append(((at, _source_order(ctx, node)), assignment))
-        elif ctx.loop_around_both(node, name):
-            return None  # bound again later in a loop that runs the use again
-    if not earlier:
-        return None
-    last = max(earlier, key=lambda item: item[0])[1]
-    return last if _dominates(ctx, last, name) else None
+    return None if bindings is None else bindings.get(id(name))
 
 
 def _is_instance(ctx: FileFacts, name: cst.Name) -> bool:

@@ -33,14 +33,23 @@ def script_evidence(ctx: FileFacts) -> bool:
     return ctx.memoised(script_evidence, _file_is_script)
 
 
+def is_notebook(ctx: FileFacts) -> bool:
+    """Is the file a notebook's cells joined by devlint (so its top level runs cell by cell, at will)?"""
+    return ctx.memoised(is_notebook, lambda c: _joined_cells(c.module))
+
+
+def _joined_cells(module: cst.Module) -> bool:
+    return any(line.comment is not None and _NOTEBOOK_TAG.match(line.comment.value)
+               for line in (*module.header, *module.footer))
+
+
 def _file_is_script(ctx: FileFacts) -> bool:
     return _is_script(ctx.module)
 
 
 def _is_script(module: cst.Module) -> bool:
-    for line in (*module.header, *module.footer):
-        if line.comment is not None and _NOTEBOOK_TAG.match(line.comment.value):
-            return True
+    if _joined_cells(module):
+        return True
     for statement in module.body:
         if isinstance(statement, (cst.For, cst.While, cst.With)):
             return True

@@ -24,7 +24,7 @@ from devlint.complexity import Unanalysable, cannot_parse, deep_recursion, run_w
 from devlint.documents.notebook_cells import Cell, Joined, assemble, prepare, python_error
 from devlint.documents.notebook_map import split_cells, to_cell
 from devlint.documents.notebook_write import Unwritable, splice_sources
-from devlint.engine import FixDidNotConverge, TooDeeplyNested, add_noqa_text, fix_text, lint_text
+from devlint.engine import FixDidNotConverge, TooDeeplyNested, add_noqa_text, fix_text, lint_text, project_view
 from devlint.model import FileError, FileResult, Finding
 from devlint.notebook_json import InvalidNotebook, load
 from devlint.prefilter import TooComplex
@@ -63,6 +63,9 @@ def check_notebook(path: str, data: bytes, config) -> FileResult:
         result.notice = too_big  # (its outputs do not count: devlint.size_limit)
         return result
     rules = config.rules_for(path)
+    # The notebook's own code sees the project as a script in its folder does (`import fc_model` of a
+    # sibling file); a %%writefile file is checked as before, without one.
+    project = project_view(path)
     rescued = rescue_cells(notebook["cells"], config, rules)  # DL017: `x.cuda(async=True)` renamed
     prepared = prepare(rescued.cells, config.fix_options.device_name)
     if still := rescued.renamed.keys() & {index for index, _ in prepared.skipped}:
@@ -75,7 +78,8 @@ def check_notebook(path: str, data: bytes, config) -> FileResult:
     for unit in [prepared.main, *prepared.files]:
         is_main = unit is prepared.main
         try:
-            unit, (fixed, applied, findings, added) = _check_unit(unit, config, rules, skipped)
+            unit, (fixed, applied, findings, added) = _check_unit(unit, config, rules, skipped,
+                                                                  project if is_main else None)
         except cst.ParserSyntaxError as exc:
             if not is_main:
                 skipped.append(_unit_refused(unit, f"SyntaxError: {exc.message}"))
@@ -118,6 +122,8 @@ def check_notebook(path: str, data: bytes, config) -> FileResult:
     result.applied.sort(key=lambda f: (f.cell or 0, f.start, f.code))
     if skipped:
         result.notice = skipped_notice(skipped)
+    if project is not None and project.observed:
+        result.dependencies = dict(project.observed)  # (the files the findings rest on: devlint.depends)
     return result
 
 
@@ -127,12 +133,12 @@ def skipped_notice(skipped: list[tuple[int, str]]) -> str:
     return f"skipped: {reasons} {PARTLY_CHECKED}"
 
 
-def _check_unit(unit: Joined, config, rules, skipped: list[tuple[int, str]]):
+def _check_unit(unit: Joined, config, rules, skipped: list[tuple[int, str]], project=None):
     """Run the checker on one module; a cell that only LibCST cannot parse is left out and the rest
     checked again. Returns the module as checked and (fixed text, applied, findings, noqa added)."""
     while True:
         try:
-            return unit, _run_checker(unit.text, config, rules)
+            return unit, _run_checker(unit.text, config, rules, project)
         except (cst.ParserSyntaxError, Unanalysable) as exc:
             if isinstance(exc, Unanalysable) and not str(exc).startswith(_CANNOT_PARSE):
                 raise  # a bound of the checker (nesting, size): about the whole module
@@ -146,14 +152,14 @@ def _check_unit(unit: Joined, config, rules, skipped: list[tuple[int, str]]):
             unit = assemble([c for c in unit.cells if c.index not in refused], unit.tag, unit.suffixes)
 
 
-def _run_checker(text: str, config, rules) -> tuple[str, list[Finding], list[Finding], int]:
+def _run_checker(text: str, config, rules, project=None) -> tuple[str, list[Finding], list[Finding], int]:
     if config.add_noqa:
-        fixed, added = add_noqa_text(text, config, rules)
+        fixed, added = add_noqa_text(text, config, rules, project=project)
         return fixed, [], [], added
     if config.fix:
-        fixed, applied, findings = fix_text(text, config, rules)
+        fixed, applied, findings = fix_text(text, config, rules, project=project)
         return fixed, applied, findings, 0
-    return text, [], lint_text(text, config, rules), 0
+    return text, [], lint_text(text, config, rules, project), 0
 
 
 def _libcst_refuses(cell: Cell) -> str | None:

@@ -119,11 +119,18 @@ class TorchLoadWithoutMapLocation(Rule):
       A save of a value that went to the device (moved by .cuda() or .to(...) to anything but the CPU, a
       model moved in place, or passed where it may be) or of unknown place leaves the load flagged, and
       so does a path that differs or cannot be told, another call that may write it (a call named like a
-      writer, such as save_checkpoint or fit, or an open for writing), and a parameter pytest may parametrize.
+      writer, such as save_checkpoint or fit, or an open for writing, unless it calls a function of the file
+      that only loads that path: `load_checkpoint(p)` doing `torch.load(p)`), and a parameter pytest may
+      parametrize. A notebook sees the project as a script in its folder does (the classes of its sibling modules).
     - A file this run wrote before loading it, whatever it holds: `torch.save(model.state_dict(), p)` then
       `torch.load(p)`, or `torch.jit.save(m, "m.pt")` then `torch.jit.load("m.pt")`, the save an earlier statement of a
       block that holds the load in the same function or module body, so that it runs first on every path (not in a
-      branch, nor in a loop body the load is after). Every device the saved tensors name exists in this process. Also a
+      branch, nor in a loop body the load is after); a name bound again after the load (`path = other` next) still
+      names the saved file there. Also a save that the first turn of a `for ... in range(...)` loop before the load
+      makes: a statement of the loop body, or the best-so-far save `if score > best:` with `best` started at an
+      infinity every score beats (`-math.inf`, `float("inf")` for a loss); a run of no epoch, or of NaN scores only,
+      is taken as outside the program's use. Not at a notebook's top level, where a reader skips the training cell
+      to load a checkpoint from elsewhere. A save under any other condition stays flagged. Every device the saved tensors name exists in this process. Also a
       cache of one function, `if os.path.exists(f):` with `return torch.load(f)`, where every writer of `f` is a
       `torch.save(ids, f)` in that function of CPU data or of a tokenizer's `return_tensors="pt"` output never moved
       (built on the CPU): the file can only come from an earlier run of that code. A path re-bound between, or another
@@ -131,6 +138,8 @@ class TorchLoadWithoutMapLocation(Rule):
     - A file of a cache folder, `torch.load(os.path.join(folder, f"{k}.pt"))`, whose every possible writer of that name
       pattern in the folder is a `torch.save` of CPU data (through containers: `d[k].append(t[k])`, `torch.cat(v)`, a
       tokenizer's output) and that nothing copies or downloads into (a name from a listing has no pattern).
+      Also the path parameter of a function that no other file can call (nested, named `_...`, or in a notebook)
+      whose every call passes such a file: `load_checkpoint("m.pt")` after `torch.save(state, "m.pt")`.
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
       TemporaryDirectory(), a fixture of those): `torch.load(tmp_path / "m.pt")` after `trainer.fit(tmp_path)`: its writer
       ran here. Not a path that may leave it, gettempdir(), a folder of unknown origin, nor a folder copied or downloaded into.
@@ -214,6 +223,20 @@ class TorchLoadWithoutMapLocation(Rule):
         "import torch\ndef _check(folder, engine):\n    saver = Saver(folder, \"run\")\n"
         "    saver(engine, {\"model\": torch.nn.Linear(2, 2)})\n    torch.load(saver.last_checkpoint)\n\n"
         "def test_saves(tmp_path, engine):\n    _check(tmp_path / \"1\", engine)\n",
+        # a path name bound again after the load
+        "import torch\ndef export(model, home):\n    path = home + \"/model.pt\"\n    torch.save(model, path)\n"
+        "    model = torch.load(path, weights_only=False)\n    other = home + \"/package.pt\"\n    path = other\n"
+        "    return model, path\n",
+        # the first turn of a counted loop saves: a best-so-far score from an infinity every score beats
+        "import math\nimport torch\ndef train(model, epochs):\n    best = -math.inf\n    for epoch in range(epochs):\n"
+        "        score = evaluate(model)\n        if score > best:\n            best = score\n"
+        "            torch.save(model.state_dict(), \"best.pt\")\n    model.load_state_dict(torch.load(\"best.pt\"))\n",
+        "import torch\ndef fit(model, epochs):\n    best_loss = float(\"inf\")\n    for _ in range(epochs):\n"
+        "        loss = validate(model)\n        if loss < best_loss:\n            best_loss = loss\n"
+        "            torch.save(model, \"best.pt\")\n    return torch.load(\"best.pt\", weights_only=False)\n",
+        # a function that only loads its path parameter, every call of which passes a file saved before it
+        "import torch\ndef _load_checkpoint(p):\n    return torch.load(p)\n\ndef restore(model, state):\n"
+        "    torch.save(state, \"m.pt\")\n    model.load_state_dict(_load_checkpoint(\"m.pt\"))\n",
     )
     INVALID = (
         Invalid(
