@@ -104,35 +104,41 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         project.forget_probes()
     results: list[FileResult | None] = [None] * len(paths)
     keys: dict[int, str] = {}
+    codes: dict[int, tuple[str, ...]] = {}
     todo: list[int] = []
     read_once: dict[int, bytes] = {}
     seen: dict[str, str | None] = {}  # what the dependencies of cached results hold, looked at once per run
-    for index, path in enumerate(paths):
-        if cache is None:
-            todo.append(index)
-            continue
+    if cache is None:
+        todo = list(range(len(paths)))
+    for index, path in enumerate(paths if cache is not None else ()):
         data, problem = read(path, config)
         if problem is not None:
             results[index] = problem
             continue
-        codes = config.codes_for(path)
-        keys[index] = cache.key(data, codes, cache.kind(path), place(path))
-        cached = cache.get(keys[index], codes)
+        codes[index] = config.codes_for(path)
+        keys[index] = cache.key(data, codes[index], cache.kind(path), place(path))
+        read_once[index] = data
+    # Most dependencies of cached results are files of this run (devlint.depends): their bytes, just
+    # read, are not read again.
+    known = {place(paths[index]): data for index, data in read_once.items()}
+    for index, key in keys.items():
+        path, data = paths[index], read_once[index]
+        cached = cache.get(key, codes[index])
         # --add-noqa writes a directive for every finding, whatever its fix: only a file the cache
         # knows to have none is not checked.
         if cached is not None and not (write and _has_applicable_fix(cached, config)) \
-                and not (config.add_noqa and cached) and unchanged(cache.dependencies(keys[index]), seen):
+                and not (config.add_noqa and cached) and unchanged(cache.dependencies(key), seen, known):
             try:
                 # The source is kept for the formats that quote it (full, gitlab).
                 source = decode(data).text if cached else None
             except SourceError:  # such bytes were never cached by devlint: a forged entry
                 todo.append(index)
-                read_once[index] = data
                 continue
             results[index] = FileResult(path, findings=cached, original_source=source)
+            del read_once[index]
         else:
             todo.append(index)
-            read_once[index] = data
+    known.clear()
 
     todo_paths = [paths[i] for i in todo]
     todo_data = [read_once.get(i) for i in todo]
