@@ -8,7 +8,7 @@ import stat
 import sys
 from dataclasses import replace
 
-from devlint import schedule
+from devlint import schedule, worker_share
 from devlint.cache import ResultCache
 from devlint.config import Config
 from devlint.documents import check_document, written_encoding
@@ -185,7 +185,7 @@ def _check_chunk(paths: list[str], config: Config, write: bool, data: list | Non
 _parent = None  # in a worker: devlint's pid
 
 
-def _start_worker(parent: int, stop) -> None:
+def _start_worker(parent: int, stop, share: str | None = None) -> None:
     """In a worker: ignore Ctrl-C, which a terminal sends to the whole process group. Interrupted
     mid-file, a worker would drop that file and take the next from the queue; instead devlint sets
     `stop`, and each worker ends the file in hand (a fix is never left half written) and stops."""
@@ -194,6 +194,7 @@ def _start_worker(parent: int, stop) -> None:
     global _stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _stop = stop
+    worker_share.FOLDER = share  # (inherited with fork; set for the platforms that spawn)
     _exit_with_parent(parent)
 
 
@@ -251,18 +252,27 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int,
     Ctrl-C (KeyboardInterrupt) is raised at once: the queued files are dropped and the workers stop
     after the file in hand."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
 
     # The checker and the rules (LibCST, about 0.3 s) are not imported here: a worker imports them
     # at its first file the pre-pass does not clear (devlint.cleared), and one whose files are all
     # cleared never does. Imported here, before forking, they would be serial work in every run.
+    context = _mp_context()
+    stop = (context or multiprocessing).Event()
+    share = worker_share.start()  # what one worker computes that the others would compute again
+    try:
+        return _run_pool(paths, config, write, jobs, data, context, stop, share)
+    finally:
+        worker_share.stop(share)
+
+
+def _run_pool(paths, config, write, jobs, data, context, stop, share) -> list[FileResult]:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
     chunks = schedule.chunks(paths, data, jobs)  # the biggest files first
     results: dict[int, FileResult] = {}
     suspects: list[int] = []
-    context = _mp_context()
-    stop = (context or multiprocessing).Event()
-    pool_options = {"mp_context": context, "initializer": _start_worker, "initargs": (os.getpid(), stop)}
+    pool_options = {"mp_context": context, "initializer": _start_worker, "initargs": (os.getpid(), stop, share)}
     pool = ProcessPoolExecutor(jobs, **pool_options)
     try:
         futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write, _part(data, chunk)): chunk
