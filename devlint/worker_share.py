@@ -15,7 +15,6 @@ a run with workers (FOLDER None) nothing is stored.
 from __future__ import annotations
 
 import os
-import pickle
 
 FOLDER: str | None = None
 
@@ -43,6 +42,8 @@ def load(kind: str, key: str, missing=None):
     path = _path(kind, key)
     if path is None:
         return missing
+    import pickle  # (a run without workers, a warm one above all, never needs it)
+
     try:
         with open(path, "rb") as handle:
             return pickle.load(handle)
@@ -54,6 +55,8 @@ def store(kind: str, key: str, value) -> None:
     path = _path(kind, key)
     if path is None:
         return
+    import pickle
+
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
         with open(temporary, "wb") as handle:
