@@ -24,6 +24,7 @@ import sys
 from dataclasses import asdict
 
 from devlint import __version__
+from devlint.code_fingerprint import fingerprint
 from devlint.model import Applicability, Edit, Finding, Fix, Position
 from devlint.rules import INFO_BY_CODE
 
@@ -113,15 +114,8 @@ def kind(path: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """The size and modification time of every module of devlint (about 50 stats, once per process)."""
-    package = os.path.dirname(os.path.abspath(__file__))
-    parts = []
-    for root, _, names in os.walk(package):
-        for name in sorted(names):
-            if name.endswith(".py"):
-                info = os.stat(os.path.join(root, name))
-                parts.append(f"{os.path.relpath(os.path.join(root, name), package)}:{info.st_size}:{info.st_mtime_ns}")
-    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:16]
+    """The fingerprint of devlint's own modules (devlint.code_fingerprint), once per process."""
+    return fingerprint(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ResultCache:

@@ -90,14 +90,17 @@ def listing(folder: str) -> str:
     return digest("\n".join(sorted(names)).encode("utf-8", "surrogateescape"))
 
 
-def observe(name: str) -> str | None:
-    """What the observation `name` (`<probe>:<path>`) finds now; None for a name devlint never writes."""
+def observe(name: str, known: dict[str, bytes] | None = None) -> str | None:
+    """What the observation `name` (`<probe>:<path>`) finds now; None for a name devlint never writes.
+    `known`: the bytes of regular files this run has just read, by absolute path (not read again)."""
     probe, _, path = name.partition(":")
     if not path:
         return None
     if probe == READ:
-        data, _ = read_regular(path)
-        return ABSENT if data is None else digest(data)
+        data = known.get(path) if known else None
+        if data is None:
+            data, _ = read_regular(path)
+        return ABSENT if data is None or len(data) > READ_LIMIT else digest(data)
     if probe in _TESTS:
         return "1" if holds(probe, path) else "0"
     if probe == LIST:
@@ -105,14 +108,16 @@ def observe(name: str) -> str | None:
     return None
 
 
-def unchanged(dependencies: dict[str, str] | None, seen: dict[str, str | None]) -> bool:
+def unchanged(dependencies: dict[str, str] | None, seen: dict[str, str | None],
+              known: dict[str, bytes] | None = None) -> bool:
     """Does every observation a cached result rests on still hold? `seen` memoises what this run found
-    (each path is looked at once per run). None (a damaged list) or an unknown probe: no."""
+    (each path is looked at once per run); `known` as for `observe`. None (a damaged list) or an
+    unknown probe: no."""
     if dependencies is None:
         return False
     for name, expected in dependencies.items():
         if name not in seen:
-            seen[name] = observe(name)
+            seen[name] = observe(name, known)
         if seen[name] is None or seen[name] != expected:
             return False
     return True

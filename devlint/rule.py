@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from devlint.candidates import could_match
 from devlint.context import FileContext
 from devlint.prefilter import Summary
 from devlint.model import Applicability, Edit, Finding, Fix, Position
@@ -42,10 +43,12 @@ class Rule:
         self.ctx = ctx
         self.findings: list[Finding] = []
 
-    @staticmethod
-    def could_match(summary: Summary) -> bool:
-        """From the cheap pre-pass (see prefilter.py): False only if this rule cannot flag the file."""
-        return True
+    @classmethod
+    def could_match(cls, summary: Summary) -> bool:
+        """From the cheap pre-pass (see prefilter.py): False only if this rule cannot flag the file.
+        The condition is the rule's row in devlint.candidates, which imports no LibCST (a file no rule
+        could flag is cleared without it); a rule without one takes every file."""
+        return could_match(cls.code, summary)
 
     @classmethod
     def documentation(cls) -> str:

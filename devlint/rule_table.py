@@ -6,8 +6,9 @@ lives), so that reading the settings, computing cache keys and a fully cached ru
 rule module, and with it LibCST. The classes themselves are imported on first use: `ALL_RULES`,
 `RULES_BY_CODE` (both lazy module attributes) or `rule_classes(codes)`.
 
-A new rule is a module of devlint.rules and one row here. tests/test_warm_start.py checks every row against its class (code,
-name, default_enabled), and tests/test_rule_examples.py that each rule module is listed.
+A new rule is a module of devlint.rules, one row here and its pre-pass condition in devlint.candidates.
+tests/test_warm_start.py checks every row against its class (code, name, default_enabled),
+tests/test_rule_examples.py that each rule module is listed, tests/test_cleared.py that each has a condition.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import stat
 import sys
 from dataclasses import replace
 
-from devlint import schedule
+from devlint import schedule, worker_share
 from devlint.cache import ResultCache
 from devlint.config import Config
 from devlint.documents import check_document, written_encoding
@@ -104,35 +104,41 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         project.forget_probes()
     results: list[FileResult | None] = [None] * len(paths)
     keys: dict[int, str] = {}
+    codes: dict[int, tuple[str, ...]] = {}
     todo: list[int] = []
     read_once: dict[int, bytes] = {}
     seen: dict[str, str | None] = {}  # what the dependencies of cached results hold, looked at once per run
-    for index, path in enumerate(paths):
-        if cache is None:
-            todo.append(index)
-            continue
+    if cache is None:
+        todo = list(range(len(paths)))
+    for index, path in enumerate(paths if cache is not None else ()):
         data, problem = read(path, config)
         if problem is not None:
             results[index] = problem
             continue
-        codes = config.codes_for(path)
-        keys[index] = cache.key(data, codes, cache.kind(path), place(path))
-        cached = cache.get(keys[index], codes)
+        codes[index] = config.codes_for(path)
+        keys[index] = cache.key(data, codes[index], cache.kind(path), place(path))
+        read_once[index] = data
+    # Most dependencies of cached results are files of this run (devlint.depends): their bytes, just
+    # read, are not read again.
+    known = {place(paths[index]): data for index, data in read_once.items()}
+    for index, key in keys.items():
+        path, data = paths[index], read_once[index]
+        cached = cache.get(key, codes[index])
         # --add-noqa writes a directive for every finding, whatever its fix: only a file the cache
         # knows to have none is not checked.
         if cached is not None and not (write and _has_applicable_fix(cached, config)) \
-                and not (config.add_noqa and cached) and unchanged(cache.dependencies(keys[index]), seen):
+                and not (config.add_noqa and cached) and unchanged(cache.dependencies(key), seen, known):
             try:
                 # The source is kept for the formats that quote it (full, gitlab).
                 source = decode(data).text if cached else None
             except SourceError:  # such bytes were never cached by devlint: a forged entry
                 todo.append(index)
-                read_once[index] = data
                 continue
             results[index] = FileResult(path, findings=cached, original_source=source)
+            del read_once[index]
         else:
             todo.append(index)
-            read_once[index] = data
+    known.clear()
 
     todo_paths = [paths[i] for i in todo]
     todo_data = [read_once.get(i) for i in todo]
@@ -179,7 +185,7 @@ def _check_chunk(paths: list[str], config: Config, write: bool, data: list | Non
 _parent = None  # in a worker: devlint's pid
 
 
-def _start_worker(parent: int, stop) -> None:
+def _start_worker(parent: int, stop, share: str | None = None) -> None:
     """In a worker: ignore Ctrl-C, which a terminal sends to the whole process group. Interrupted
     mid-file, a worker would drop that file and take the next from the queue; instead devlint sets
     `stop`, and each worker ends the file in hand (a fix is never left half written) and stops."""
@@ -188,6 +194,7 @@ def _start_worker(parent: int, stop) -> None:
     global _stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _stop = stop
+    worker_share.FOLDER = share  # (inherited with fork; set for the platforms that spawn)
     _exit_with_parent(parent)
 
 
@@ -245,20 +252,27 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int,
     Ctrl-C (KeyboardInterrupt) is raised at once: the queued files are dropped and the workers stop
     after the file in hand."""
     import multiprocessing
+
+    # The checker and the rules (LibCST, about 0.3 s) are not imported here: a worker imports them
+    # at its first file the pre-pass does not clear (devlint.cleared), and one whose files are all
+    # cleared never does. Imported here, before forking, they would be serial work in every run.
+    context = _mp_context()
+    stop = (context or multiprocessing).Event()
+    share = worker_share.start()  # what one worker computes that the others would compute again
+    try:
+        return _run_pool(paths, config, write, jobs, data, context, stop, share)
+    finally:
+        worker_share.stop(share)
+
+
+def _run_pool(paths, config, write, jobs, data, context, stop, share) -> list[FileResult]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    # Import the checker and the selected rules (LibCST) once here, before forking, rather than in
-    # every worker.
-    import devlint.engine  # noqa: F401
-
-    config.rules()
     chunks = schedule.chunks(paths, data, jobs)  # the biggest files first
     results: dict[int, FileResult] = {}
     suspects: list[int] = []
-    context = _mp_context()
-    stop = (context or multiprocessing).Event()
-    pool_options = {"mp_context": context, "initializer": _start_worker, "initargs": (os.getpid(), stop)}
+    pool_options = {"mp_context": context, "initializer": _start_worker, "initargs": (os.getpid(), stop, share)}
     pool = ProcessPoolExecutor(jobs, **pool_options)
     try:
         futures = {pool.submit(_check_chunk, [paths[i] for i in chunk], config, write, _part(data, chunk)): chunk

@@ -347,6 +347,6 @@ def test_a_warm_run_imports_only_what_it_uses(project):
     output format, notebook adapter, virtual GPU or language server when a warm run writes nothing."""
     devlint_in_subprocess(project, ".")
     warm, _ = devlint_in_subprocess(project, ".")
-    unused = {"tempfile", "shutil", "difflib", "devlint.formats", "devlint.documents.notebook", "devlint.fixer",
+    unused = {"tempfile", "shutil", "difflib", "pickle", "devlint.formats", "devlint.documents.notebook", "devlint.fixer",
               "devlint.virtual_gpu", "devlint.virtual_gpu_runner", "devlint.server", "devlint.analysis.project"}
     assert not unused & set(warm["modules"])

@@ -43,14 +43,6 @@ _HOST_RESULTS = frozenset({"item", "tolist", "numpy", "size", "dim", "numel", "_
                            "element_size", "get_device", "nelement", "is_contiguous", "cpu"})
 
 
-def may_call_a_factory(summary, factories) -> bool:
-    """From the pre-pass (devlint.prefilter): may the file call one of `factories` (`torch.zeros`, ...)
-    through an import of torch (`torch.zeros`, `th.zeros`, `from torch import zeros as z`)?"""
-    names = {f.rsplit(".", 1)[-1] for f in factories}
-    return any(summary.call_roots.get(a, set()) & summary.torch_names for a in summary.attribute_calls & names) or (
-        bool(summary.name_calls & summary.torch_names) and bool(summary.torch_imports & names))
-
-
 def moved_at_use(ctx: FileFacts, node: cst.CSTNode) -> bool:
     """Is `node` (after what keeps its device) the receiver of a move (`.to(...)`, `.type_as(x)`, `.cuda()`)?"""
     top = _keeping_top(ctx, node)

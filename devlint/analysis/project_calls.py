@@ -34,7 +34,7 @@ import unicodedata
 import warnings
 from dataclasses import dataclass
 
-from devlint import depends
+from devlint import depends, worker_share
 from devlint.analysis.importers import MAX_FILES, _SKIPPED
 from devlint.analysis.project import _ROOT_MARKERS
 
@@ -152,8 +152,18 @@ def _memo_summary(index, key: str, source) -> FileUses | None:
     if key not in memo:
         if len(memo) > 20_000:
             memo.clear()
-        memo[key] = _summarise(source)
+        # a project file's summary, by the digest of its bytes, is shared by the run's workers
+        shared = not key.startswith("own:")
+        found = worker_share.load("uses", key, _UNKNOWN) if shared else _UNKNOWN
+        if found is _UNKNOWN:
+            found = _summarise(source)
+            if shared:
+                worker_share.store("uses", key, found)
+        memo[key] = found
     return memo[key]
+
+
+_UNKNOWN = object()
 
 
 _REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}

@@ -26,6 +26,11 @@ def check_document(path: str, data: bytes, config) -> FileResult:
         from devlint.documents.notebook import check_notebook_file
 
         return check_notebook_file(path, data, config)
+    from devlint.cleared import cleared
+
+    result = cleared(path, data, config)  # no rule could flag it: no LibCST (the usual file)
+    if result is not None:
+        return result
     from devlint.engine import check_source  # LibCST is loaded only when something is checked
 
     return check_source(path, data, config)

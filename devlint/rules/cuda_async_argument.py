@@ -96,10 +96,6 @@ class CudaAsyncArgument(Rule):
                 fixed="buffer.copy_(\n    source,\n    non_blocking = True,\n)\n"),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return False  # a file with an `async=` argument never parses: see findings_in
-
     @classmethod
     def findings_in(cls, text: str) -> list[Finding]:
         """The findings in a text the parser refuses, from its tokens (devlint.rescue)."""

@@ -289,10 +289,6 @@ class CudaCall(Rule):
         ),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return "cuda" in summary.attribute_calls
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):

@@ -242,14 +242,6 @@ class CudaOnlyAmp(Rule):
         Invalid("import torch\nwith torch.cuda.amp.autocast(*flags):\n    pass\n"),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return bool(
-            # names bound by a star import are not resolved to torch: `autocast()` after
-            # `from torch.cuda.amp import *` is not flagged, so a star import is no candidate
-            _LAST_NAMES & (summary.attributes | summary.name_calls | summary.torch_imports)
-        )
-
     def visit_Call(self, node: cst.Call) -> None:
         finding = self._finding(node)
         if finding is not None:

@@ -152,11 +152,6 @@ class CudaOnlyApi(Rule):
                 unsafe=True),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        calls = summary.attribute_calls | summary.name_calls
-        return bool((calls | summary.torch_imports) & set(_RAISING))
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         last = last_component(func) or ""

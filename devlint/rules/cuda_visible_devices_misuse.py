@@ -153,10 +153,6 @@ class CudaVisibleDevicesMisuse(Rule):
         ),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return any("cuda_visible" in s.lower() for s in summary.cuda_strings)
-
     # -- a misspelled key ------------------------------------------------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = string_value(node)

@@ -223,10 +223,6 @@ class DiscardedTensorMove(Rule):
                 fixed="import torch\nx = torch.cat([a, b])\nx = x.to(device).float()\n", unsafe=True),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return bool(summary.statement_calls & MOVES)
-
     def visit_Expr(self, node: cst.Expr) -> None:
         value = node.value
         call = value.elt if isinstance(value, cst.ListComp) else value

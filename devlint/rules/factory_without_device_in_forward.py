@@ -4,7 +4,7 @@ import libcst as cst
 
 from devlint.model import Applicability, Edit
 from devlint.rule import Invalid, Rule
-from devlint.analysis.mixing import may_call_a_factory, meets_module_tensor, rebound, tensor_inputs
+from devlint.analysis.mixing import meets_module_tensor, rebound, tensor_inputs
 from devlint.analysis.module_classes import enclosing_method, module_classes, reachable_methods
 from devlint.syntax import descendants, find_arg
 
@@ -122,10 +122,6 @@ class FactoryWithoutDeviceInForward(Rule):
             unsafe=True,
         ),
     )
-
-    @staticmethod
-    def could_match(summary) -> bool:
-        return may_call_a_factory(summary, _FACTORIES)
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.ctx.qualified_names(node.func)

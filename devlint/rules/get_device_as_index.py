@@ -129,10 +129,6 @@ class GetDeviceAsIndex(Rule):
         ),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return "get_device" in summary.attribute_calls
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "get_device") or node.args:

@@ -88,11 +88,6 @@ class HardcodedDeviceIds(Rule):
         Invalid("import torch\ny = torch.nn.parallel.data_parallel(model, x, [0, 1])\n"),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        names = summary.attribute_calls | summary.name_calls | summary.torch_imports
-        return any(name.endswith("DataParallel") or name == "data_parallel" for name in names)
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         last = last_component(func) or ""

@@ -315,12 +315,6 @@ class HardcodedDeviceString(Rule):
         ),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        # A literal starting with "cuda" given as an argument or assigned (f-string text included), or
-        # `storage.cuda()` in a lambda.
-        return "cuda" in summary.attribute_calls or bool(summary.device_strings)
-
     # -- where a device is given ---------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

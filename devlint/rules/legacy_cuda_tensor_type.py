@@ -158,18 +158,6 @@ class LegacyCudaTensorType(Rule):
         ),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        # a legacy CUDA type is named (`torch.cuda.FloatTensor`, `cuda.FloatTensor`, an imported
-        # `FloatTensor` however it is bound, an alias of torch.cuda), or given as a string
-        # (`.type("torch.cuda.FloatTensor")`); `torch.FloatTensor` on the CPU is not a candidate
-        legacy = set(LEGACY_TENSOR_DTYPES)
-        return bool(
-            legacy & (summary.cuda_members | summary.torch_imports)
-            or "cuda" in summary.torch_imports and legacy & summary.attributes
-            or summary.cuda_strings & _LEGACY_TYPES  # the string "torch.cuda.FloatTensor"
-        )
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         last = last_component(func) or ""

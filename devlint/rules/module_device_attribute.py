@@ -154,10 +154,6 @@ class ModuleDeviceAttribute(Rule):
                 fixed="import torch.nn as nn\nact = nn.ReLU()\nprint(act.device)\n", unsafe=True),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return "device" in summary.attributes
-
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "device" or not self._read(node):
             return

@@ -124,10 +124,6 @@ class MoveAfterCreation(Rule):
                 fixed="import torch\nw = torch.zeros(3).to(device, memory_format=torch.channels_last)\n"),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return bool(summary.attribute_calls & {"to", "cuda"})
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")):

@@ -100,10 +100,6 @@ class NumpyOfDeviceTensor(Rule):
         ),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return "numpy" in summary.attribute_calls
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "numpy"):

@@ -84,10 +84,6 @@ class ReboundLoopVariableMove(Rule):
         Invalid("for p in model.parameters():\n    p = p.to(device)\n"),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return bool(summary.loop_rebinding_calls & MOVES)
-
     def visit_For(self, node: cst.For) -> None:
         if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
             return

@@ -328,14 +328,6 @@ class TorchLoadWithoutMapLocation(Rule):
         Invalid("import torch\nx = torch.serialization.load(f, None)\n"),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        # `torch.load` through an import of torch (or an unbound `torch`), or a bare imported `load`.
-        roots = summary.call_roots.get("load", set())
-        if roots & (summary.torch_names | {"torch"}):
-            return True
-        return "load" in summary.torch_imports or (summary.star_import and "load" in summary.name_calls)
-
     def visit_Call(self, node: cst.Call) -> None:
         # Cheapest first: syntax, then the guard logic, and only then qualified names (scope analysis).
         func = node.func

@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.model import Applicability
 from devlint.rule import Invalid, Rule
 from devlint.analysis.kinds import TENSOR
-from devlint.analysis.mixing import may_call_a_factory, meets_module_tensor, moved_at_use
+from devlint.analysis.mixing import meets_module_tensor, moved_at_use
 from devlint.analysis.module_classes import ANY, inside, methods, module_classes, reachable_methods
 from devlint.analysis.placement import CPU, FACTORIES
 from devlint.syntax import descendants, dotted_name, is_none, string_value
@@ -175,10 +175,6 @@ class UnregisteredModuleTensor(Rule):
             unsafe=True,
         ),
     )
-
-    @staticmethod
-    def could_match(summary) -> bool:
-        return may_call_a_factory(summary, FACTORIES)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if not self._factories:

@@ -57,10 +57,6 @@ class UnusedNoqa(Rule):
         Invalid("x = 1  # noqa: DL999\n", fixed="x = 1\n"),
     )
 
-    @staticmethod
-    def could_match(summary) -> bool:
-        return False  # computed by the engine from the other rules' findings, not from the tree
-
     @classmethod
     def unused(cls, directive: Directive, selected: set[str], line_text: str) -> Finding | None:
         if directive.codes is None:

@@ -1,0 +1,72 @@
+"""Workers of one run share what each would compute again (issue 28): a project file's call summary
+is computed by one worker and loaded by the others; the shared folder is private and removed after
+the run; anything unreadable in it is computed again."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from devlint import worker_share
+from devlint.analysis import project_calls
+from tests.test_cli import run, write
+
+
+@pytest.fixture()
+def share(monkeypatch):
+    folder = worker_share.start()
+    monkeypatch.setattr(worker_share, "FOLDER", folder)
+    yield folder
+    worker_share.stop(folder)
+    assert not os.path.exists(folder)
+
+
+def test_a_stored_value_is_loaded_and_nothing_is_stored_outside_a_run(share, monkeypatch):
+    assert stat.S_IMODE(os.stat(share).st_mode) == 0o700
+    assert worker_share.load("uses", "abc123", "missing") == "missing"
+    worker_share.store("uses", "abc123", {"x": (1, 2)})
+    assert worker_share.load("uses", "abc123") == {"x": (1, 2)}
+    monkeypatch.setattr(worker_share, "FOLDER", None)
+    worker_share.store("uses", "def456", 1)
+    assert worker_share.load("uses", "def456", "missing") == "missing"
+    assert worker_share.load("uses", "../escape", "missing") == "missing"  # keys are digests, never paths
+
+
+def test_a_summary_computed_by_another_worker_is_loaded_and_a_damaged_one_computed_again(share, monkeypatch):
+    source = "def one_hot(i, n, cuda=True):\n    pass\n\none_hot(1, 2)\n"
+    expected = project_calls._summarise(source)
+    index = type("Index", (), {})()
+    project_calls._memo_summary(index, "d1", source)  # "another worker": stores it
+    calls = []
+    monkeypatch.setattr(project_calls, "_summarise", lambda s: calls.append(s) or expected)
+    assert project_calls._memo_summary(type("Index", (), {})(), "d1", source) == expected
+    assert calls == []  # loaded, not computed
+    Path(share, "uses-d2").write_bytes(b"not a pickle")
+    assert project_calls._memo_summary(type("Index", (), {})(), "d2", source) == expected
+    assert calls == [source]
+
+
+def test_a_run_with_workers_reports_as_one_without_and_leaves_no_shared_folder(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    # a flag parameter no call passes: every worker asks the project how `one_hot` is called
+    flags = "import torch\n\ndef one_hot(x, cuda=False):\n    if cuda:\n        x = x.cuda()\n    return x\n"
+    write(project / "lib.py", flags)
+    for index in range(20):
+        write(project / f"m{index}.py", f"import torch\nfrom lib import one_hot\n\ndef f{index}(x):\n"
+                                        f"    return one_hot(x) + torch.zeros(1).cuda()\n")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    one = run(".", "--no-cache", "-j", "1", "--output-format", "json", cwd=project)
+    two = run(".", "--no-cache", "-j", "2", "--output-format", "json", cwd=project)
+    assert one.exit_code == two.exit_code == 1
+    assert json.loads(one.output) == json.loads(two.output) != []
+    assert list(temporary.iterdir()) == []
