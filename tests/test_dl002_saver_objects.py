@@ -2,7 +2,7 @@
 
 devlint.analysis.saver_objects: `h = Saver(tmp_path)`, `h(engine, to_save)`, `torch.load(h.last_checkpoint)`
 (a checkpoint handler given a folder created empty this run names a file it wrote there).
-devlint.analysis.fresh_parameters: `_check(device, folder)` whose every call passes `tmp_path / "1"`.
+devlint.analysis.param_paths: `_check(device, folder)` whose every call passes `tmp_path / "1"`.
 Both sides of each: the shape, and the close variants that keep the finding.
 """
 

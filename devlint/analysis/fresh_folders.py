@@ -15,9 +15,9 @@ The loaded path must provably lie inside: built from the folder by `/`, `os.path
 `str()`/`Path()`, an f-string or `+ "/..."`, with each added part relative and not climbing out (a literal
 without a leading `/` or a `..`, a name bound once to one, a number, an entry of `os.listdir(...)`), or a
 name whose binding its read sees (bound once, or the last binding that certainly ran:
-devlint.analysis.derived.last_binding) is such an expression. Also a path that an object built on a fresh
+devlint.analysis.flow.last_binding) is such an expression. Also a path that an object built on a fresh
 folder names (`h = Saver(tmp_path)`, `torch.load(h.last_checkpoint)`: devlint.analysis.saver_objects), and a
-private helper's parameter that every direct call fills with a fresh path (devlint.analysis.fresh_parameters).
+private helper's parameter that every direct call fills with a fresh path (devlint.analysis.param_paths).
 `tempfile.gettempdir()` is shared, not fresh; a folder a test gets from elsewhere, a fixed path, another
 parameter: not cleared. A file brought in from outside keeps the finding:
 any call named like a copy, a download or an unpacking, or a binary `open(..., "wb")`/`.write_bytes`,
@@ -182,7 +182,7 @@ def _fresh_name(ctx: FileFacts, name: cst.Name, depth: int) -> bool:
         return False
     assignments = ctx.bindings(name)
     if len(assignments) > 1:  # re-bound: the binding this read sees, where one certainly ran last
-        from devlint.analysis.derived import last_binding
+        from devlint.analysis.flow import last_binding
 
         assignments = [b for b in [last_binding(ctx, name)] if b is not None]
     if len(assignments) != 1:
@@ -211,10 +211,10 @@ def _fresh_param(ctx: FileFacts, param: cst.Param, depth: int) -> bool:
 
 
 def _every_call_passes_fresh(ctx: FileFacts, param: cst.Param, depth: int) -> bool:
-    """A helper's parameter that each of its calls fills with a fresh path: devlint.analysis.fresh_parameters."""
-    from devlint.analysis.fresh_parameters import every_call_passes_fresh
+    """A helper's parameter that each of its calls fills with a fresh path: devlint.analysis.param_paths."""
+    from devlint.analysis.param_paths import every_call_gives
 
-    return every_call_passes_fresh(ctx, param, lambda e: fresh(ctx, e, depth + 1))
+    return every_call_gives(ctx, param, lambda call, value: fresh(ctx, value, depth + 1), "fresh")
 
 
 def _builtin(ctx: FileFacts, param: cst.Param) -> bool:

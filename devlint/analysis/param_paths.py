@@ -1,4 +1,5 @@
-"""A path parameter that every call of its function fills with a file this run wrote (DL002's round trip).
+"""A parameter that every call of its function fills with a value a test accepts (DL002): a file this run
+wrote (devlint.analysis.round_trip), a path in a folder created empty this run (devlint.analysis.fresh_folders).
 
     torch.save(checkpoint, "checkpoint.pth")
     def load_checkpoint(filepath):
@@ -34,14 +35,15 @@ from devlint.analysis.top_level import is_notebook
 Test = Callable[[cst.Call, cst.CSTNode], bool]
 
 
-def every_call_gives(ctx, param: cst.Param, test: Test) -> bool:
+def every_call_gives(ctx, param: cst.Param, test: Test, question: str) -> bool:
     """Does every call of the function that has `param` pass, for it, a value `test` accepts (and is
-    there one)?"""
+    there one)? `question` names what `test` asks: answers are kept per parameter and question."""
     memo = ctx.__dict__.setdefault("_devlint_param_paths", {})
-    if id(param) not in memo:
-        memo[id(param)] = False  # (a recursion through the same parameter proves nothing)
-        memo[id(param)] = _every_call_gives(ctx, param, test)
-    return memo[id(param)]
+    key = (question, id(param))
+    if key not in memo:
+        memo[key] = False  # (a recursion through the same parameter proves nothing)
+        memo[key] = _every_call_gives(ctx, param, test)
+    return memo[key]
 
 
 def _every_call_gives(ctx, param: cst.Param, test: Test) -> bool:

@@ -76,7 +76,7 @@ def _every_call_wrote(ctx: FileFacts, key) -> bool:
     from devlint.analysis.param_paths import every_call_gives
 
     return every_call_gives(ctx, key[1], lambda call, value: written_by_this_run(ctx, call, value)
-                            or written_on_cpu(ctx, value))
+                            or written_on_cpu(ctx, value), "written by this run")
 
 
 def _dominates(ctx: FileFacts, save: cst.Call, load: cst.Call) -> bool:
