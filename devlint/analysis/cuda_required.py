@@ -71,11 +71,9 @@ def requires_cuda(ctx: FileFacts, statement: cst.BaseSmallStatement, guards_of: 
 def _requires_cuda(ctx: FileFacts, call: cst.Call, guards_of: Guards) -> bool:
     func = call.func
     if isinstance(func, cst.Name):
-        assignments = ctx.bindings(func)
-        if len(assignments) == 1 and isinstance(assignments[0].node, cst.FunctionDef):
-            return never_returns_without_cuda(ctx, assignments[0].node, guards_of)
         if func.value not in ctx.imported_names:
-            return False
+            function = _own_function(ctx, func.value)
+            return function is not None and _memo_function(ctx, function, guards_of)
     elif not isinstance(func, cst.Attribute):
         return False
     view = ctx.project
@@ -84,6 +82,41 @@ def _requires_cuda(ctx: FileFacts, call: cst.Call, guards_of: Guards) -> bool:
         return False
     found = view.definition(names.pop())
     return found is not None and _project_function(view, *found, guards_of)
+
+
+def _own_function(ctx: FileFacts, name: str) -> cst.FunctionDef | None:
+    """The file's one `def name` at module level, when nothing else in the file binds `name` (no scope
+    analysis: it costs more than a whole check of a file that needs none)."""
+    if name in ctx.binding_sites:
+        return None
+    functions = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == name]
+    if len(functions) != 1 or ctx.parent(functions[0]) is not ctx.module:
+        return None
+    return functions[0]
+
+
+def _memo_function(ctx: FileFacts, function: cst.FunctionDef, guards_of: Guards) -> bool:
+    memo = ctx.memo.setdefault("cuda_required_functions", {})
+    if function not in memo:
+        memo[function] = False
+        memo[function] = _may_refuse(function) and never_returns_without_cuda(ctx, function, guards_of)
+    return memo[function]
+
+
+def _may_refuse(function: cst.FunctionDef) -> bool:
+    """A cheap first look: does the function name CUDA or a GPU and hold a `raise` or an exit call?"""
+    cuda = exits = False
+    stack = [function.body]
+    while stack and not (cuda and exits):
+        node = stack.pop()
+        if isinstance(node, cst.Raise):
+            exits = True
+        elif isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in ("exit", "quit", "_exit"):
+            exits = True
+        elif isinstance(node, cst.Name) and ("cuda" in node.value.lower() or "gpu" in node.value.lower()):
+            cuda = True
+        stack.extend(node.children)
+    return cuda and exits
 
 
 def _project_function(view, path: str, name: str, guards_of: Guards) -> bool:
@@ -99,13 +132,16 @@ def _project_function(view, path: str, name: str, guards_of: Guards) -> bool:
 
 
 def _analyse(data: bytes, name: str, guards_of: Guards) -> bool:
+    lowered = data.lower()
+    if (b"cuda" not in lowered and b"gpu" not in lowered) or not (b"exit" in data or b"raise" in data):
+        return False  # (no file is parsed again for a helper that cannot refuse)
     try:
         module = cst.parse_module(data)
     except Exception:  # noqa: BLE001  (an unreadable helper proves nothing)
         return False
     ctx = FileFacts(module)
     functions = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
-    return len(functions) == 1 and never_returns_without_cuda(ctx, functions[0], guards_of)
+    return len(functions) == 1 and _may_refuse(functions[0]) and never_returns_without_cuda(ctx, functions[0], guards_of)
 
 
 def never_returns_without_cuda(ctx: FileFacts, function: cst.FunctionDef, guards_of: Guards) -> bool:
