@@ -32,7 +32,9 @@ A call is such a guard when it is a statement of its own (`setup()`, `args = set
   `if`/`elif`/`else` branches are followed; loops, `try` and `with` give no certainty (the body may not
   run, or its error may be swallowed), and a `return` inside them before certainty answers no.
 
-Another file is read once per content; every file read is recorded in the checked file's project view
+A first look skips, unparsed, a helper that names neither CUDA nor a GPU or holds no `raise` or exit call
+(an index test such as `if args.device_id < 0: sys.exit(1)` alone is not read as a refusal: the finding
+stays). Another file is read once per content; every file read is recorded in the checked file's project view
 (devlint.depends), so the result cache checks the file again when the helper changes.
 """
 
