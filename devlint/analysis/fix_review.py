@@ -101,6 +101,12 @@ def _line(ctx: FileFacts, node: cst.CSTNode) -> int:
     return _position(ctx, node)[0]
 
 
+def unseen_rebinding(ctx: FileFacts, name: str) -> str | None:
+    """Why the module-level `name` may be re-bound where no assignment shows it (`exec(...)`, a write to
+    `globals()`), or None: such a name is not bound once and for all (DL004's device variables)."""
+    return _dynamic_write(ctx, name, False)
+
+
 def _dynamic_write(ctx: FileFacts, name: str, inserted: bool) -> str | None:
     """A write to the module's namespace (or, for an inserted definition, the builtins) that the scope
     analysis does not see, by which `name` may be rebound. (Once per file: every fix asks.)"""

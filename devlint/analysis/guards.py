@@ -31,7 +31,8 @@ Code is *guarded* when it sits
 
 * in the true branch of a condition that implies CUDA (`if`, conditional expression, later operand
   of `and`, `while`), in the false branch of one whose falsity implies CUDA (`else` of `if not cuda`,
-  later operand of `or`), after an early exit (`if not cuda: return`, `assert cuda`), in the body of a
+  later operand of `or`), after an early exit (`if not cuda: return`, `assert cuda`, a call of a function
+  that never returns without CUDA: devlint.analysis.cuda_required), in the body of a
   loop over the GPUs (`for i in range(torch.cuda.device_count())`, `[... for i in range(args.n_gpu)]`);
 * in a function or class whose decorators skip it without CUDA: `@pytest.mark.skipif(not cuda, ...)`,
   `@unittest.skipUnless(cuda, ...)`; a marker defined in the file by such a call
@@ -69,6 +70,7 @@ from functools import cached_property
 import libcst as cst
 
 from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
+from devlint.analysis.cuda_required import requires_cuda
 from devlint.analysis.flags import flags_of
 from devlint.analysis.guard_signs import (
     _EXIT_CALLS,
@@ -307,6 +309,8 @@ class CudaGuards(TestingGuards, Implications):
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
                     if isinstance(small, cst.Assert) and self.implies(small.test)[0]:
+                        return True
+                    if requires_cuda(self.ctx, small, guards_of):  # `setup()` that exits without CUDA
                         return True
         return False
 

@@ -94,7 +94,10 @@ class CudaCall(Rule):
       `if device.type == 'cuda':`, a name assigned from a test (`use_cuda = torch.cuda.is_available()`),
       the `else:` of `if not torch.cuda.is_available():`, code after an early exit under
       `if not torch.cuda.is_available():` (`return x`, `raise`, `sys.exit(0)`, `pytest.skip(...)`,
-      `self.skipTest(...)`) or after `assert torch.cuda.is_available()`, a function decorated with
+      `self.skipTest(...)`) or after `assert torch.cuda.is_available()`, code after a call of a
+      function of the project that refuses to run without CUDA and cannot return without it
+      (`setup_gpu()` whose body is `if not torch.cuda.is_available(): sys.exit("needs a GPU")`; the
+      helper may end with `torch.cuda.set_device(rank)` on its other paths), a function decorated with
       `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@requires_cuda` or a marker naming the GPU
       (`@pytest.mark.run_only_on('GPU')`), a module with
       `pytestmark = pytest.mark.skipif(...)`, and `if torch.__version__ == 'parrots':` in a test
@@ -167,6 +170,11 @@ class CudaCall(Rule):
         "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    model.cuda()\n",
         "if args.gpu is not None:\n    model = model.cuda(args.gpu)\n",
         "import torch\nassert torch.cuda.is_available()\nx.cuda()\n",
+        'import os, sys, torch\ndef setup_gpu(rank):\n    if "RANK" in os.environ:\n        pass\n'
+        '    elif not torch.cuda.is_available():\n        sys.exit("needs a GPU")\n'
+        '    torch.cuda.set_device(rank)\ndef main():\n    setup_gpu(0)\n    return x.cuda()\n',
+        'import sys, torch\ndef setup_gpu():\n    if not torch.cuda.is_available(): sys.exit("needs a GPU")\n'
+        'setup_gpu()\nx = x.cuda()\n',
         "if device.type == 'cuda':\n    x.cuda()\n",
         "if not args.no_cuda:\n    x = x.cuda()\n",
         "import torch\nif not torch.cuda.is_available():\n    raise SystemExit('needs a GPU')\nx.cuda()\n",

@@ -12,6 +12,7 @@ from devlint.rules._hardcoded import (
     loop_variable_index, names_several_gpus, qualified, replace_with_device, simulates_gpu,
 )
 from devlint.analysis.device import torch_name
+from devlint.analysis.fix_review import unseen_rebinding
 from devlint.analysis.visible_devices import sets_visible_devices
 from devlint.rules.torch_load_without_map_location import LOADERS
 from devlint.syntax import dotted_name, find_arg, last_component
@@ -123,7 +124,9 @@ class HardcodedDeviceString(Rule):
     - Defaults the caller can override: `def run(device="cuda"):`, a config field
       `device: str = "cuda"`, `parser.add_argument("--device", default="cuda")`.
     - A device variable that is re-bound elsewhere, e.g. `device = "cuda"` followed by
-      `if not torch.cuda.is_available(): device = "cpu"`.
+      `if not torch.cuda.is_available(): device = "cpu"`, or a module-level one that the file may
+      re-bind where no assignment shows it: `exec(open("configurator.py").read())` (a configurator that
+      writes `globals()` from `--device=cpu`), `globals().update(vars(args))`.
     - Device *types* for autocast: `torch.autocast(device_type="cuda")`,
       `MixedPrecisionPlugin(precision, device="cuda")`, `torch.amp.GradScaler(device="cuda")`
       (PyTorch disables autocast without CUDA and warns; DL006 is about those), and config values:
@@ -156,6 +159,8 @@ class HardcodedDeviceString(Rule):
         'import dataclasses\n@dataclasses.dataclass\nclass Config:\n    device: str = "cuda"\n',
         'parser.add_argument("--device", default="cuda")\n',
         'import torch\ndevice = "cuda"\nif not torch.cuda.is_available(): device = "cpu"\nx = x.to(device)\n',
+        'import torch\ndevice = "cuda"  # --device=cpu\nexec(open("configurator.py").read())\nx = torch.zeros(2, device=device)\n',
+        'import torch\ndevice = "cuda"\nglobals().update(vars(args))\nx = torch.zeros(2, device=device)\n',
         'import torch\nwith torch.autocast(device_type="cuda"):\n    y = model(x)\n',
         'plugins = [MixedPrecisionPlugin(precision, device="cuda")]\n',
         'import torch\nscaler = torch.amp.GradScaler(device="cuda")\n',
@@ -462,9 +467,21 @@ class HardcodedDeviceString(Rule):
         name = dotted_name(target)
         if name is None or self._binding_counts.get(name, 0) > 1:
             return  # re-bound elsewhere: probably `if not torch.cuda.is_available(): device = "cpu"`
+        if self._rebound_unseen(target):
+            return  # a default that `exec(...)` or a `globals()` write may override from the command line
         if not checked and self._skipped(value):
             return
         self.report(value, self._message(self.ctx.code(value)), self._fallback_fix(value, names_a_gpu))
+
+    def _rebound_unseen(self, target: cst.BaseExpression) -> bool:
+        """Is `target` a module-level name that `exec(...)`, a write to `globals()` or `vars()`, or a
+        `setattr` on the module may re-bind (devlint.analysis.fix_review)? A function's local is not:
+        `exec` cannot re-bind it."""
+        if not isinstance(target, cst.Name):
+            return False
+        if any(isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for a in self.ctx.ancestors(target)):
+            return False
+        return unseen_rebinding(self.ctx, target.value) is not None
 
     def _fallback_fix(self, value: cst.BaseExpression, names_a_gpu: bool):
         title = "Fall back to the CPU when CUDA is not available"
