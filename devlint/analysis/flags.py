@@ -178,7 +178,7 @@ class Flags:
             return _UNKNOWN
         if any(self.ctx.enclosing(n, (cst.FunctionDef, cst.Lambda)) is None for n in nodes) or \
                 self._declared_global(name.value):
-            uses = self._project_uses(name.value, self._module_stem)
+            uses = self.project_uses(name.value, self.module_stem)
             if uses is None or uses.stored:
                 return _UNKNOWN  # another file may assign it: `config.USE_CUDA = args.cuda`
         return first
@@ -207,7 +207,7 @@ class Flags:
                        or name.endswith(("_step", "_epoch_end", "_hook"))):
             return _UNKNOWN
         top_level = isinstance(block, cst.Module)
-        uses = self._project_uses(name, self._module_stem if top_level else None)
+        uses = self.project_uses(name, self.module_stem if top_level else None)
         if uses is None or uses.referenced:
             return _UNKNOWN
         keyword = param.name.value
@@ -224,7 +224,8 @@ class Flags:
                 return _UNKNOWN
         return value
 
-    def _project_uses(self, name: str, module: str | None):
+    def project_uses(self, name: str, module: str | None):
+        """How the project uses `name` (devlint.analysis.project_calls.uses), asked once per name."""
         key = (name, module)
         if key not in self._uses:
             from devlint.analysis.project_calls import uses
@@ -233,7 +234,7 @@ class Flags:
         return self._uses[key]
 
     @cached_property
-    def _module_stem(self) -> str:
+    def module_stem(self) -> str:
         """The name other files import this one by (`models` for models.py; `pkg` for its __init__)."""
         import os
 

@@ -34,6 +34,8 @@ Code is *guarded* when it sits
   later operand of `or`), after an early exit (`if not cuda: return`, `assert cuda`, a call of a function
   that never returns without CUDA: devlint.analysis.cuda_required), in the body of a
   loop over the GPUs (`for i in range(torch.cuda.device_count())`, `[... for i in range(args.n_gpu)]`);
+* in a function whose every call is guarded (devlint.analysis.guarded_callers: a plain `def` called only
+  directly, only from guarded code, in this file and nowhere else in the project);
 * in a function or class whose decorators skip it without CUDA: `@pytest.mark.skipif(not cuda, ...)`,
   `@unittest.skipUnless(cuda, ...)`; a marker defined in the file by such a call
   (`skip_if_no_gpu = pytest.mark.skipif(...)`, `cuda_only = unittest.skipIf(...)`) or by a function that
@@ -71,6 +73,7 @@ import libcst as cst
 
 from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
 from devlint.analysis.cuda_required import requires_cuda
+from devlint.analysis.guarded_callers import every_call_guarded
 from devlint.analysis.flags import flags_of
 from devlint.analysis.guard_signs import (
     _EXIT_CALLS,
@@ -284,7 +287,9 @@ class CudaGuards(TestingGuards, Implications):
                     return True
             if isinstance(parent, cst.FunctionDef) and self._method_needs_cuda(parent):
                 return True
-            return any(self._decorator_guards(d.decorator) for d in parent.decorators)
+            if any(self._decorator_guards(d.decorator) for d in parent.decorators):
+                return True
+            return isinstance(parent, cst.FunctionDef) and every_call_guarded(self.ctx, parent, self.is_guarded)
         if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and child.keyword is None:
             return self._param_with_guarding_marks(parent)
         return False

@@ -1,0 +1,93 @@
+"""Functions that only run where CUDA is present, because every call of them does.
+
+Programs often refuse to run without a GPU once, at the top of an entry point, and call their helpers
+after that:
+
+    def train_one_epoch(model, loader):
+        for x, y in loader:
+            x = x.cuda()                     # runs only with CUDA: not flagged
+            ...
+
+    def main(args):
+        utils.init_distributed_mode(args)    # exits without CUDA (devlint.analysis.cuda_required)
+        train_one_epoch(model, loader)
+
+A function's body is guarded when every call of it is, by any guard devlint.analysis.guards knows (an
+early exit before it, an `if torch.cuda.is_available():` around it, a guarded caller of its caller). The
+function must be a plain `def` (no decorator but `@torch.no_grad()`-style ones, not a method, not a test that pytest calls: its name does
+not start with `test`) that the file binds once, whose every occurrence in the file is the callee of a
+direct call `name(...)`, with at least one: a function handed elsewhere (a callback, `map(fn, ...)`,
+`fn = name`) may be called from anywhere. A function of the module's top level may be called from another
+file: there, no call of its name (`name(...)` or `anything.name(...)`) may exist in any other file of the
+project, nor any reference, by devlint.analysis.project_calls, whose every file read is recorded for the
+result cache (a new caller in another file is a change). A function nested in another is called only
+from there. A call inside the function itself (recursion) proves nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import libcst as cst
+
+from devlint.facts import FileFacts
+
+IsGuarded = Callable[[cst.CSTNode], bool]
+# Decorators that change how a function runs, not who may call it.
+TRANSPARENT = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.set_grad_enabled",
+                         "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
+
+
+def every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: IsGuarded) -> bool:
+    """Is every call of `function` guarded (and is there one)? `is_guarded` is devlint.analysis.guards'
+    own question, passed in (guards asks this module)."""
+    memo = ctx.memo.setdefault("guarded_callers", {})
+    if function not in memo:
+        memo[function] = False  # (a cycle of callers proves nothing)
+        memo[function] = _every_call_guarded(ctx, function, is_guarded)
+    return memo[function]
+
+
+def _every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: IsGuarded) -> bool:
+    if function.asynchronous or not all(_transparent(ctx, d.decorator) for d in function.decorators):
+        return False
+    name = function.name.value
+    owner = ctx.enclosing(function, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+    if isinstance(owner, (cst.ClassDef, cst.Lambda)) or name.startswith("test"):
+        return False
+    if name in ctx.binding_sites or name in ctx.imported_names or sum(
+            d.name.value == name for d in ctx.nodes(cst.FunctionDef)) != 1:
+        return False
+    calls = []
+    for node in ctx.nodes(cst.Name):
+        if node.value != name or node is function.name:
+            continue
+        call = ctx.parent(node)
+        if isinstance(call, cst.Attribute) and call.attr is node or isinstance(call, cst.Arg) and call.keyword is node:
+            continue  # (`model.train()`, `f(train=...)`: another name)
+        if not isinstance(call, cst.Call) or call.func is not node:
+            return False
+        if any(a is function for a in ctx.ancestors(call)):
+            return False  # (recursion)
+        calls.append(call)
+    if not calls or not all(is_guarded(call) for call in calls):
+        return False
+    return owner is not None or _no_caller_elsewhere(ctx, name)
+
+
+def _transparent(ctx: FileFacts, decorator: cst.BaseExpression) -> bool:
+    """`@torch.no_grad()`, `@torch.inference_mode()`: the function is still called only where it was."""
+    target = decorator.func if isinstance(decorator, cst.Call) else decorator
+    return bool(ctx.qualified_names(target) & TRANSPARENT)
+
+
+def _no_caller_elsewhere(ctx: FileFacts, name: str) -> bool:
+    """Does the project call `name` only where this file does (devlint.analysis.project_calls)? This
+    file's own `obj.name(...)` calls are another object's method (`model.train()` beside `def train`)."""
+    from devlint.analysis.flags import flags_of
+
+    flags = flags_of(ctx)
+    uses = flags.project_uses(name, flags.module_stem)
+    own = sum(1 for call in ctx.nodes(cst.Call) if isinstance(call.func, (cst.Name, cst.Attribute))
+              and (call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value) == name)
+    return uses is not None and not uses.referenced and not uses.stored and len(uses.calls) == own

@@ -1,0 +1,189 @@
+"""A function every call of which is guarded runs only with CUDA (devlint.analysis.guarded_callers).
+
+Held-out evaluation (issue 23): research code refuses to run without a GPU once, at the top of each entry
+point, then calls its own helpers (`train`, `validate_network`), whose `.cuda()` were flagged although
+the same lines written inline after the refusal are not. Both sides: a helper that some unguarded code,
+another file, or a callback may call keeps its findings.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.helpers import lint
+from tests.test_cache_staleness import cached_and_fresh
+
+
+def flagged(source: str, select: str = "DL001") -> list[int]:
+    return [f.start.line for f in lint(textwrap.dedent(source), select=select)]
+
+
+REFUSAL = '''
+    import sys, torch
+
+    def require_gpu():
+        if not torch.cuda.is_available():
+            sys.exit("needs a GPU")
+'''
+
+NOT_FLAGGED = {
+    "called after a refusal": REFUSAL + '''
+    def step(x):
+        return x.cuda()
+
+    def main(x):
+        require_gpu()
+        return step(x)
+    ''',
+    "called under an availability test": '''
+    import torch
+
+    def step(x):
+        return x.cuda()
+
+    def main(x):
+        if torch.cuda.is_available():
+            return step(x)
+        return x
+    ''',
+    "a chain of guarded callers": REFUSAL + '''
+    def inner(x):
+        return x.cuda()
+
+    def outer(x):
+        return inner(x) + 1
+
+    def main(x):
+        require_gpu()
+        return outer(x)
+    ''',
+    "a method of the same name on another object": REFUSAL + '''
+    def train(model, x):
+        model.train()
+        return model(x.cuda())
+
+    def main(model, x):
+        require_gpu()
+        return train(model, x)
+    ''',
+    "a no_grad helper": REFUSAL + '''
+    @torch.no_grad()
+    def validate(model, x):
+        return model(x.cuda())
+
+    def main(model, x):
+        require_gpu()
+        return validate(model, x)
+    ''',
+}
+
+STILL_FLAGGED = {
+    "one call is not guarded": REFUSAL + '''
+    def step(x):
+        return x.cuda()
+
+    def main(x):
+        require_gpu()
+        return step(x)
+
+    def other(x):
+        return step(x)
+    ''',
+    "the call comes before the refusal": REFUSAL + '''
+    def step(x):
+        return x.cuda()
+
+    def main(x):
+        y = step(x)
+        require_gpu()
+        return y
+    ''',
+    "handed on as a callback": REFUSAL + '''
+    def step(x):
+        return x.cuda()
+
+    def main(xs):
+        require_gpu()
+        return [step(x) for x in xs] + list(map(step, xs))
+    ''',
+    "never called": '''
+    import torch
+
+    def step(x):
+        return x.cuda()
+    ''',
+    "a decorator that may register it": REFUSAL + '''
+    @register
+    def step(x):
+        return x.cuda()
+
+    def main(x):
+        require_gpu()
+        return step(x)
+    ''',
+    "a method": REFUSAL + '''
+    class Runner:
+        def step(self, x):
+            return x.cuda()
+
+    def main(x):
+        require_gpu()
+        return Runner().step(x)
+    ''',
+    "only a recursive call": REFUSAL + '''
+    def step(x, n):
+        return x.cuda() if n == 0 else step(x, n - 1)
+    ''',
+    "a test pytest calls": REFUSAL + '''
+    def test_step():
+        assert torch.ones(1).cuda().sum() == 1
+
+    def main():
+        require_gpu()
+        test_step()
+    ''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_FLAGGED))
+def test_a_function_only_called_with_cuda_is_not_flagged(name):
+    assert flagged(NOT_FLAGGED[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(STILL_FLAGGED))
+def test_a_function_that_may_run_without_cuda_keeps_the_finding(name):
+    assert flagged(STILL_FLAGGED[name]) != []
+
+
+HELPERS = '''import sys
+import torch
+
+
+def require_gpu():
+    if not torch.cuda.is_available():
+        sys.exit("needs a GPU")
+
+
+def step(x):
+    return x.cuda()
+
+
+def main(x):
+    require_gpu()
+    return step(x)
+'''
+
+
+def test_a_caller_in_another_file_keeps_the_finding_and_the_cache_sees_it_come(tmp_path):
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "helpers.py").write_text(HELPERS)
+    args = ("helpers.py", "--select", "DL001")
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == []
+    # another file now calls the helper without any guard: the cached pass must not be served
+    (project / "tool.py").write_text("import torch\nfrom helpers import step\nstep(torch.ones(1))\n")
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == [("helpers.py", "DL001")]
