@@ -97,7 +97,9 @@ class CudaCall(Rule):
       `self.skipTest(...)`) or after `assert torch.cuda.is_available()`, code after a call of a
       function of the project that refuses to run without CUDA and cannot return without it
       (`setup_gpu()` whose body is `if not torch.cuda.is_available(): sys.exit("needs a GPU")`; the
-      helper may end with `torch.cuda.set_device(rank)` on its other paths), a function decorated with
+      helper may end with `torch.cuda.set_device(rank)` on its other paths), the body of a plain function
+      that the file calls only from such guarded code and no other file calls (`def train(...)`, called
+      after `setup_gpu()`), a function decorated with
       `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@requires_cuda` or a marker naming the GPU
       (`@pytest.mark.run_only_on('GPU')`), a module with
       `pytestmark = pytest.mark.skipif(...)`, and `if torch.__version__ == 'parrots':` in a test
@@ -134,6 +136,7 @@ class CudaCall(Rule):
 
     VALID = (
         "import torch\nif torch.cuda.is_available():\n    x = x.cuda()\n",
+        "import torch\ndef train(x):\n    return x.cuda()\nif torch.cuda.is_available():\n    train(torch.ones(1))\n",
         "x = x.cuda() if use_cuda else x\n",
         "args.cuda and x.cuda()\n",
         "import torch\nif not torch.cuda.is_available():\n    pass\nelse:\n    x.cuda()\n",
