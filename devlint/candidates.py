@@ -4,17 +4,18 @@ false "no"); a rule without one here takes every file.
 
 The conditions live here, in the base layer, and not in the rule modules, because a rule module
 imports LibCST (about 0.3 s): a file no condition holds for is cleared without it (devlint.cleared),
-in the parent and in each worker. The names a condition asks for are copies of the rules' own lists;
-tests/test_candidates.py checks each copy against the list it mirrors.
+in the parent and in each worker. The plain lists of names live here and the analyses and rules import
+them (MOVES, MODULE_FACTORIES, AMP_NAMES); the others are copies of the keys of a rule's table, which
+tests/test_cleared.py checks against the table.
 """
 
 from __future__ import annotations
 
 from devlint.prefilter import Summary
 
-# devlint.analysis.moves.MOVES: the calls DL003 and DL013 look at
+# the calls DL003 and DL013 look at (devlint.analysis.moves)
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "long", "int", "bool", "type", "detach"})
-# devlint.analysis.placement.FACTORIES: torch factories DL009 looks at (CPU tensors in a module)
+# torch factories: CPU tensors unless given `device=` (devlint.analysis.placement; DL009)
 MODULE_FACTORIES = frozenset(
     """
     tensor from_numpy frombuffer zeros ones empty full eye arange range linspace logspace rand randn randint
@@ -28,7 +29,7 @@ FORWARD_FACTORIES = frozenset("zeros ones empty full arange linspace eye rand ra
 LEGACY_TENSOR_TYPES = frozenset({"FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor",
                                  "CharTensor", "ShortTensor", "IntTensor", "LongTensor", "BoolTensor"})
 _LEGACY_STRINGS = frozenset(f"torch.cuda.{name}" for name in LEGACY_TENSOR_TYPES)
-# devlint.rules.cuda_only_amp._LAST_NAMES (DL006)
+# the last names of CUDA-only AMP APIs (devlint.rules.cuda_only_amp, DL006)
 AMP_NAMES = frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd"})
 # the keys of devlint.rules.cuda_only_api._RAISING (DL015)
 RAISING_CUDA_CALLS = frozenset({"synchronize", "current_device", "set_device", "get_device_name",

@@ -11,11 +11,11 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis.kinds import kinds_of
+from devlint.candidates import MOVES  # (one list with the pre-pass, which asks it without LibCST)
 from devlint.analysis.vocabulary import MODULE_WRAPPERS, PARAMETER_ATTRIBUTES, TENSOR
 from devlint.facts import FileFacts
 from devlint.syntax import descendants, dotted_name, last_component, string_value
 
-MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "long", "int", "bool", "type", "detach"})
 DEVICE_ONLY_MOVES = frozenset({"to", "cuda", "cpu"})
 _DEVICE_STRINGS = ("cuda", "cpu", "mps", "meta", "xpu", "hpu", "npu", "xla")
 

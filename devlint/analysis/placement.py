@@ -62,6 +62,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from devlint.candidates import MODULE_FACTORIES as FACTORIES  # torch factories: CPU unless given `device=`
 from devlint.facts import FileFacts, answers
 from devlint.analysis.places import CPU, DEVICE, UNKNOWN, Place  # noqa: F401  (re-exported)
 from devlint.analysis.kinds import kinds_of
@@ -70,19 +71,9 @@ from devlint.analysis.fixtures import fixture_of, function_scoped, returned_valu
 from devlint.analysis.origins import instance_place, written_on_cpu
 from devlint.syntax import dotted_name, find_arg, name_words, string_value, walk
 
-
-
 LOADERS = frozenset({"torch.load", "torch.serialization.load", "torch.jit.load", "torch.jit._serialization.load"})
 SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
 
-# torch.<name>(...) that create a tensor: on the CPU unless given `device=`.
-FACTORIES = frozenset(
-    """
-    tensor from_numpy frombuffer zeros ones empty full eye arange range linspace logspace rand randn randint
-    randperm empty_strided tril_indices triu_indices Tensor FloatTensor DoubleTensor HalfTensor
-    BFloat16Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor
-    """.split()
-)
 # Methods whose result lives where the receiver does (tensor methods other than moves, module views).
 KEEPING_METHODS = (TENSOR_METHODS - {"to", "cuda", "cpu", "pin_memory", "type"}) | frozenset(
     """

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from devlint.candidates import AMP_NAMES
+
 import libcst as cst
 
 from devlint.model import Applicability, Edit, Position
@@ -18,7 +20,7 @@ _CUSTOM = frozenset({
     "torch.cuda.amp.autocast_mode.custom_fwd", "torch.cuda.amp.autocast_mode.custom_bwd",
 })
 _ALL = _AUTOCAST | _SCALER | _CUSTOM
-_LAST_NAMES = frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd"})
+_LAST_NAMES = AMP_NAMES  # (one list with the pre-pass, devlint.candidates)
 _AMP_MODULES = frozenset({"torch.cuda.amp", "torch.cuda.amp.autocast_mode", "torch.cuda.amp.grad_scaler"})
 _AUTOCAST_POSITIONS = ("enabled", "dtype", "cache_enabled")  # torch.cuda.amp.autocast's positional order
 
