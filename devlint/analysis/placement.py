@@ -68,11 +68,9 @@ from devlint.analysis.places import CPU, DEVICE, UNKNOWN, Place  # noqa: F401  (
 from devlint.analysis.kinds import kinds_of
 from devlint.analysis.vocabulary import MODULE, TENSOR, TENSOR_METHODS, TORCH_TENSOR_FUNCTIONS, TORCH_TENSOR_NAMESPACES
 from devlint.analysis.fixtures import fixture_of, function_scoped, returned_values
-from devlint.analysis.origins import instance_place, written_on_cpu
+from devlint.analysis.origins import LOADERS, SAVERS, instance_place, written_on_cpu  # noqa: F401  (LOADERS re-exported)
 from devlint.syntax import dotted_name, find_arg, name_words, string_value, walk
 
-LOADERS = frozenset({"torch.load", "torch.serialization.load", "torch.jit.load", "torch.jit._serialization.load"})
-SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
 
 # Methods whose result lives where the receiver does (tensor methods other than moves, module views).
 KEEPING_METHODS = (TENSOR_METHODS - {"to", "cuda", "cpu", "pin_memory", "type"}) | frozenset(
