@@ -147,6 +147,16 @@ CLEARED = {
                 torch.save(model.state_dict(), "last.pt")
             return torch.load("last.pt")
     ''',
+    # `model._load_checkpoint` is another object's attribute, not a use of the helper
+    "helper_beside_a_method_of_the_same_name": '''
+        import torch
+        def _load_checkpoint(p):
+            return torch.load(p)
+        def restore(model, state):
+            torch.save(state, "m.pt")
+            model._load_checkpoint = None
+            model.load_state_dict(_load_checkpoint("m.pt"))
+    ''',
 }
 
 FLAGGED = {

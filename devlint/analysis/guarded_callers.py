@@ -30,6 +30,7 @@ from typing import Callable
 
 import libcst as cst
 
+from devlint.analysis.direct_calls import direct_calls
 from devlint.facts import FileFacts
 
 IsGuarded = Callable[[cst.CSTNode], bool]
@@ -52,27 +53,13 @@ def _every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: I
     if function.asynchronous or not all(_transparent(ctx, d.decorator) for d in function.decorators):
         return False
     name = function.name.value
-    owner = ctx.enclosing(function, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-    if isinstance(owner, (cst.ClassDef, cst.Lambda)) or name.startswith("test"):
-        return False
-    if name in ctx.binding_sites or name in ctx.imported_names or sum(
-            d.name.value == name for d in ctx.nodes(cst.FunctionDef)) != 1:
-        return False
-    calls = []
-    for node in ctx.nodes(cst.Name):
-        if node.value != name or node is function.name:
-            continue
-        call = ctx.parent(node)
-        if isinstance(call, cst.Attribute) and call.attr is node or isinstance(call, cst.Arg) and call.keyword is node:
-            continue  # (`model.train()`, `f(train=...)`: another name)
-        if not isinstance(call, cst.Call) or call.func is not node:
-            return False
-        if any(a is function for a in ctx.ancestors(call)):
-            return False  # (recursion)
-        calls.append(call)
+    calls = direct_calls(ctx, function)
+    if calls is None or any(a is function for call in calls for a in ctx.ancestors(call)):
+        return False  # (called unseen, or only through itself: recursion proves nothing)
     if not calls or not all(is_guarded(call) for call in calls):
         return False
-    return owner is not None or _no_caller_elsewhere(ctx, name)
+    nested = ctx.enclosing(function, (cst.FunctionDef,)) is not None
+    return nested or _no_caller_elsewhere(ctx, name)
 
 
 def _transparent(ctx: FileFacts, decorator: cst.BaseExpression) -> bool:

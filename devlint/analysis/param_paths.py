@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from devlint.analysis.direct_calls import direct_calls
 from devlint.analysis.top_level import is_notebook
 
 Test = Callable[[cst.Call, cst.CSTNode], bool]
@@ -55,21 +56,11 @@ def _every_call_gives(ctx, param: cst.Param, test: Test) -> bool:
         return False
     name = function.name.value
     owner = ctx.enclosing(function, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-    if isinstance(owner, (cst.ClassDef, cst.Lambda)) or name.startswith("test"):
-        return False
     if owner is None and not (name.startswith("_") and not name.endswith("__")) and not is_notebook(ctx):
         return False  # (a public function of a module: other files may call it)
-    if name in ctx.binding_sites or name in ctx.imported_names or sum(
-            d.name.value == name for d in ctx.nodes(cst.FunctionDef)) != 1:
+    calls = direct_calls(ctx, function)
+    if calls is None:
         return False
-    calls = []
-    for node in ctx.nodes(cst.Name):
-        if node.value != name or node is function.name:
-            continue
-        call = ctx.parent(node)
-        if not isinstance(call, cst.Call) or call.func is not node:
-            return False
-        calls.append(call)
     return bool(calls) and all(_gives(function, param, call, test) for call in calls)
 
 
