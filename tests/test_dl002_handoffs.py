@@ -66,6 +66,14 @@ CLEARED = {
     def test_many(run_workers, workdir):
         run_workers(_worker, args=(workdir,), nprocs=4)
     ''',
+    # keywords for the function by name that are empty
+    "empty_named_arguments": FIXTURE + '''
+    def _worker(index, folder):
+        assert torch.load(folder / "last.pt") is not None
+    def test_many(run_workers, workdir):
+        run_workers(_worker, args=(workdir,), kwargs_dict={}, nprocs=4)
+        run_workers(_worker, args=(workdir,), kwargs=None)
+    ''',
     # a file saved before the launcher runs the loading function
     "saved_before": '''
     import threading, torch
@@ -101,6 +109,7 @@ FLAGGED = {
     "args_starred": _SPAWN.replace("args=(workdir,)", "args=(*folders,)"),
     "named_arguments": _THREAD.replace('args=("cpu", tmp_path / "t")', 'args=("cpu", tmp_path / "t"), '
                                        'kwargs={"folder": OTHER}'),
+    "named_arguments_dict": _LAUNCHER.replace("nprocs=4)", 'nprocs=4, kwargs_dict={"folder": OTHER})'),
     "partial": _LAUNCHER.replace("run_workers(_worker, args=(workdir,), nprocs=4)",
                                  "run(functools.partial(_worker, args=(workdir,)))"),
     # the function is not where a launcher takes it

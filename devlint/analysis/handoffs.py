@@ -18,8 +18,8 @@ answer holds every way the file runs the function. A hand-off is a call that
 - gets the function once, as its first positional argument or as `target=`, `fn=`, `func=` or `function=`,
   and no other argument names it;
 - gets `args=` a literal tuple without `*` (`args=(folder,)`; not a name, not `(folder)`), no `*`/`**`
-  argument, no `kwargs=`/`kwds=` (which would fill parameters by name), and is not `functools.partial`
-  (which passes `args=` on to the function by name);
+  argument, no `kwargs=`, `kwds=`, `kwargs_dict=` but `{}` or None (they would fill parameters by name), and
+  is not `functools.partial` (which passes `args=` on to the function by name);
 
 and the function has only positional parameters without defaults (a default would let Thread leave the
 last one unfilled: which parameter gets which value could not be told), no `*args`/`**kwargs`, none named
@@ -37,8 +37,9 @@ from devlint.analysis.direct_calls import references
 from devlint.syntax import descendants
 
 FUNCTION_KEYWORDS = frozenset({"target", "fn", "func", "function"})
-# Keywords that fill the function's parameters by name: the tuple alone no longer says who gets what.
-NAMED_ARGUMENTS = frozenset({"kwargs", "kwds"})
+# Keywords that fill the function's parameters by name (`kwargs=`, `kwds=`, `kwargs_dict=`): the tuple
+# alone no longer says who gets what, unless they are empty.
+NAMED_ARGUMENTS = ("kwarg", "kwds")
 PARTIALS = frozenset({"functools.partial", "functools.partialmethod"})
 
 
@@ -84,8 +85,7 @@ def _handoff(ctx, function: cst.FunctionDef, name: cst.Name) -> HandOff | None:
     first_positional = next((a for a in call.args if a.keyword is None), None)
     if not (keyword in FUNCTION_KEYWORDS or keyword is None and arg is first_positional):
         return None
-    if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value in NAMED_ARGUMENTS
-                                             for a in call.args):
+    if any(a.star for a in call.args) or any(_named_arguments(a) for a in call.args):
         return None
     if ctx.qualified_names(call.func) & PARTIALS:
         return None
@@ -102,6 +102,14 @@ def _handoff(ctx, function: cst.FunctionDef, name: cst.Name) -> HandOff | None:
         return None
     values = tuple(e.value for e in elements)
     return HandOff(call, (None,) + values if count == len(elements) + 1 else values)
+
+
+def _named_arguments(arg: cst.Arg) -> bool:
+    if arg.keyword is None or not any(word in arg.keyword.value.lower() for word in NAMED_ARGUMENTS):
+        return False
+    empty = isinstance(arg.value, cst.Dict) and not arg.value.elements or (
+        isinstance(arg.value, cst.Name) and arg.value.value == "None")
+    return not empty
 
 
 def _positional_count(function: cst.FunctionDef) -> int | None:
