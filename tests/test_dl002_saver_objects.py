@@ -139,7 +139,7 @@ FLAGGED = {
     "helper_call_not_fresh": _HELPER.replace("_relay(0, tmp_path)", '_relay(0, "/data")'),
     "helper_public": _HELPER.replace("_check_saves", "check_saves"),
     "helper_is_a_test": _HELPER.replace("_check_saves", "test_saves"),
-    "helper_handed_elsewhere": _HELPER.replace("_relay(0, tmp_path)", "spawn(_relay, args=(tmp_path,))"),
+    "helper_handed_elsewhere": _HELPER.replace("_relay(0, tmp_path)", "on_start.append(_relay)"),
     "helper_default": _HELPER.replace("def _check_saves(device, folder)", "def _check_saves(device, folder=DATA)")
     .replace('_check_saves("cpu", folder=str(tmp_path))', '_check_saves("cpu")'),
     "helper_star_args": _HELPER.replace('_check_saves("cpu", folder=str(tmp_path))', "_check_saves(*ARGS)"),

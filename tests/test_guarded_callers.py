@@ -108,6 +108,16 @@ STILL_FLAGGED = {
         require_gpu()
         return [step(x) for x in xs] + list(map(step, xs))
     ''',
+    # a launcher may keep the function and run it later, elsewhere: a hand-off with its arguments
+    # (devlint.analysis.handoffs, for DL002's paths) is still a callback here
+    "handed to a launcher with its arguments": REFUSAL + '''
+    def worker(rank, x):
+        return x.cuda()
+
+    def main(x):
+        require_gpu()
+        torch.multiprocessing.spawn(worker, args=(x,), nprocs=2)
+    ''',
     "never called": '''
     import torch
 

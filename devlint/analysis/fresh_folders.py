@@ -17,7 +17,8 @@ without a leading `/` or a `..`, a name bound once to one, a number, an entry of
 name whose binding its read sees (bound once, or the last binding that certainly ran:
 devlint.analysis.flow.last_binding) is such an expression. Also a path that an object built on a fresh
 folder names (`h = Saver(tmp_path)`, `torch.load(h.last_checkpoint)`: devlint.analysis.saver_objects), and a
-private helper's parameter that every direct call fills with a fresh path (devlint.analysis.param_paths).
+private helper's parameter that every direct call, or hand-off to a launcher with a literal `args=` tuple
+(devlint.analysis.handoffs), fills with a fresh path (devlint.analysis.param_paths).
 `tempfile.gettempdir()` is shared, not fresh; a folder a test gets from elsewhere, a fixed path, another
 parameter: not cleared. A file brought in from outside keeps the finding:
 any call named like a copy, a download or an unpacking, or a binary `open(..., "wb")`/`.write_bytes`,

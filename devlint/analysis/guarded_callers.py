@@ -17,7 +17,7 @@ early exit before it, an `if torch.cuda.is_available():` around it, a guarded ca
 function must be a plain `def` (no decorator but `@torch.no_grad()`-style ones, not a method, not a test that pytest calls: its name does
 not start with `test`) that the file binds once, whose every occurrence in the file is the callee of a
 direct call `name(...)`, with at least one: a function handed elsewhere (a callback, `map(fn, ...)`,
-`fn = name`) may be called from anywhere. A function of the module's top level may be called from another
+`fn = name`, a launcher's `spawn(fn, args=(...))`: the launcher may keep it) may be called from anywhere. A function of the module's top level may be called from another
 file: there, no call of its name (`name(...)` or `anything.name(...)`) may exist in any other file of the
 project, nor any reference, by devlint.analysis.project_calls, whose every file read is recorded for the
 result cache (a new caller in another file is a change). A function nested in another is called only

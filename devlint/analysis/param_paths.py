@@ -14,11 +14,13 @@ follows the calls only where it sees them all. `every_call_gives(ctx, param, tes
   not start with `test`), which no other file can call: it is defined inside another function, its name
   starts with `_`, or the file is a notebook (nothing imports a notebook);
 - the file binds its name once (that `def`), and every other occurrence of the name is the callee of a
-  direct call `name(...)`, with at least one: a function handed elsewhere (`map(fn, ...)`, a callback)
-  may be called with anything;
+  direct call `name(...)` or a hand-off to a launcher with the arguments to call it with
+  (`spawn(fn, args=(tmp_path,))`, `Thread(target=fn, args=(...))`: devlint.analysis.handoffs), with at
+  least one: a function handed elsewhere (`map(fn, ...)`, a callback) may be called with anything;
 - each call passes the parameter, by position or keyword, without `*args`/`**kwargs`, a value that
   `test(call, value)` accepts (devlint.analysis.round_trip asks its own question again at the call: the
   file was saved before the call, or holds CPU data only); a call that leaves it to its default does not.
+  A hand-off gives the element of its `args=` tuple that lands on the parameter, asked at the launcher's call.
 
 The function's own calls that may write the parameter's file (a copy, a save) are judged by the caller
 of this module as for any load.
@@ -30,7 +32,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from devlint.analysis.direct_calls import direct_calls
+from devlint.analysis.handoffs import HandOff, uses
 from devlint.analysis.top_level import is_notebook
 
 Test = Callable[[cst.Call, cst.CSTNode], bool]
@@ -58,10 +60,16 @@ def _every_call_gives(ctx, param: cst.Param, test: Test) -> bool:
     owner = ctx.enclosing(function, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
     if owner is None and not (name.startswith("_") and not name.endswith("__")) and not is_notebook(ctx):
         return False  # (a public function of a module: other files may call it)
-    calls = direct_calls(ctx, function)
-    if calls is None:
+    found = uses(ctx, function)
+    if found is None:
         return False
-    return bool(calls) and all(_gives(function, param, call, test) for call in calls)
+    return bool(found) and all(_handed(function, param, use, test) if isinstance(use, HandOff)
+                               else _gives(function, param, use, test) for use in found)
+
+
+def _handed(function: cst.FunctionDef, param: cst.Param, handoff: HandOff, test: Test) -> bool:
+    value = handoff.value_for(function, param)
+    return value is not None and test(handoff.call, value)
 
 
 def _gives(function: cst.FunctionDef, param: cst.Param, call: cst.Call, test: Test) -> bool:

@@ -146,7 +146,9 @@ class TorchLoadWithoutMapLocation(Rule):
       Also a file that an object built in the same function on such a folder names by an attribute or a method
       (`saver = Saver(folder, "run")`, then `torch.load(saver.last_checkpoint)`), unless it also gets a place or a
       download, or is re-bound or redirected; and a private helper's folder parameter that every direct call in the file
-      fills with such a folder (`_check(tmp_path / "1", engine)`).
+      fills with such a folder (`_check(tmp_path / "1", engine)`), or every hand-off of the helper to a launcher with a
+      literal `args=` tuple: `torch.multiprocessing.spawn(_check, args=(tmp_path / "1",), nprocs=2)` (a spawn passes
+      the index first), `threading.Thread(target=_check, args=(tmp_path,))`.
 
     ## References
     - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
@@ -223,6 +225,12 @@ class TorchLoadWithoutMapLocation(Rule):
         "import torch\ndef _check(folder, engine):\n    saver = Saver(folder, \"run\")\n"
         "    saver(engine, {\"model\": torch.nn.Linear(2, 2)})\n    torch.load(saver.last_checkpoint)\n\n"
         "def test_saves(tmp_path, engine):\n    _check(tmp_path / \"1\", engine)\n",
+        # the same helper run by a launcher that gets it with its arguments (a spawn passes the index first)
+        "import torch\ndef _check(index, folder):\n    saver = Saver(folder, \"run\")\n"
+        "    saver(engine, {\"model\": torch.nn.Linear(2, 2)})\n    torch.load(saver.last_checkpoint)\n\n"
+        "def test_saves(tmp_path):\n    torch.multiprocessing.spawn(_check, args=(tmp_path / \"1\",), nprocs=2)\n",
+        "import threading\nimport torch\ndef _check(folder):\n    train(folder)\n    torch.load(folder / \"last.pt\")\n\n"
+        "def test_saves(tmp_path):\n    threading.Thread(target=_check, args=(tmp_path,)).start()\n",
         # a path name bound again after the load
         "import torch\ndef export(model, home):\n    path = home + \"/model.pt\"\n    torch.save(model, path)\n"
         "    model = torch.load(path, weights_only=False)\n    other = home + \"/package.pt\"\n    path = other\n"
