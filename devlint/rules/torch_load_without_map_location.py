@@ -8,6 +8,7 @@ from devlint.rule import Invalid, Rule
 from devlint.analysis.cache_folders import in_cpu_cache_folder
 from devlint.analysis.device import device_failure, device_reference, unproven_reference
 from devlint.analysis.kinds import MODULE
+from devlint.analysis.listed_files import listed_file_on_cpu
 from devlint.analysis.loaded_data import in_dataset, names_data
 from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.analysis.receivers import doubt
@@ -354,6 +355,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return  # written by this run (before, a CPU cache, in a folder made this run): its devices exist here
         if path is not None and in_cpu_cache_folder(self.ctx, node, path.value):
             return  # a file of a cache folder whose every writer saves CPU data
+        if path is not None and listed_file_on_cpu(self.ctx, node, path.value):
+            return  # found by listing its folder under a naming scheme whose every writer saves CPU data
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
