@@ -10,8 +10,9 @@ folder: `torch.save(triples, folder + "/{m}--{t}--triples.pt".format(m=..., t=..
   variable over `xs`, through `list`/`sorted`/`tuple`/`reversed`, a filtering comprehension, and names bound
   to those (devlint.analysis.path_templates' `seen_binding`);
 - `F` has a path identity (origins' `path_key`, or `args.X`: devlint.analysis.path_templates' `field_key`);
-- a call of the file saves there under a name template whose every name matches `P` (`"{m}--{t}--triples.pt"
-  .format(...)`, `f"{m}--{t}--triples.pt"`, `"%s--%s--triples.pt" % (m, t)`, `m + "--" + t + "--triples.pt"`),
+- a call of the file saves there under a name template that takes in every name of `P` (the template with
+  any text for each field matches them: `"{m}--{t}--triples.pt".format(...)`, `f"{m}--{t}--triples.pt"`,
+  `"%s--%s--triples.pt" % (m, t)`, `m + "--" + t + "--triples.pt"`; or `f"ckpt_{e}.pt"` for `ckpt_1*.pt`),
   and every call that may write a matching file there saves CPU data with `torch.save`
   (devlint.analysis.cpu_containers' `deep_cpu`): a save under a name of `P` (a literal `model.pt` for
   `*.pt`), a save whose template may give a name of `P` (`f"ckpt_{e}.pt"` for `ckpt_1*.pt`), a call that
@@ -22,8 +23,10 @@ folder: `torch.save(triples, folder + "/{m}--{t}--triples.pt".format(m=..., t=..
 When `P` is exactly the template of one such save (each `*` of `P` one field of the template), a save
 whose name has literal text of its own and could give a name of `P` only through the text of its fields
 (`f"{dataset}.pt"` for `*--*--triples.pt`) is taken as another scheme: its fields are names, numbers,
-times, not the text of another template. A pattern wider than every scheme saved there (`*.pt` for
-`ckpt_{e}.pt`) keeps the load flagged: the folder may hold other files. A file a user put in the
+times, not the text of another template. A pattern wider than every template saved there (`*.pt` for
+`ckpt_{e}.pt`) keeps the load flagged: the folder may hold other files. A value loaded from such a file
+and saved there again holds what the file held (by induction over the runs that wrote it: assumed CPU
+data while the file is judged, devlint.analysis.listed_files' `settle`). A file a user put in the
 folder under a name of the scheme is the risk every "writer found" rule takes (devlint.analysis.origins),
 and, as there, paths of other roots (a parameter of another function) are not this folder.
 """

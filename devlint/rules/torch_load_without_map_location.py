@@ -139,6 +139,9 @@ class TorchLoadWithoutMapLocation(Rule):
     - A file of a cache folder, `torch.load(os.path.join(folder, f"{k}.pt"))`, whose every possible writer of that name
       pattern in the folder is a `torch.save` of CPU data (through containers: `d[k].append(t[k])`, `torch.cat(v)`, a
       tokenizer's output) and that nothing copies or downloads into (a name from a listing has no pattern).
+      Also a file found by a listing of the folder, `list(Path(d).glob("*--*--words.pt"))[0]`, whose pattern is taken in by
+      the name template of a CPU-data save there (`d + "/{m}--{t}--words.pt".format(...)`, an f-string, `%`, `+`), every
+      save whose names may match also saving CPU data (an instance's attribute that only CPU data is put in counts).
       Also the path parameter of a function that no other file can call (nested, named `_...`, or in a notebook)
       whose every call passes such a file: `load_checkpoint("m.pt")` after `torch.save(state, "m.pt")`.
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
