@@ -167,3 +167,44 @@ def test_what_the_file_held_saved_again_keeps_the_verdict():
                            "        return old\n")
     assert _lines(source) == []
     assert _lines(source.replace("result = [str(t).lower() for t in texts]", "result = encoder(texts)")) == [LOAD_LINE]
+
+
+LISTED = '''
+import fnmatch
+import os
+import torch
+
+OUT = os.path.join("runs", "vocab")
+
+
+def restore():
+    names = [f for f in os.listdir(OUT) if FILTER]
+    if names:
+        return torch.load(os.path.join(OUT, sorted(names)[-1]))
+
+
+def keep(vocab, step):
+    torch.save(sorted(str(w) for w in vocab), os.path.join(OUT, f"vocab_{step}.pt"))
+'''
+
+
+@pytest.mark.parametrize("keep", [
+    'f.endswith(".pt") and f.startswith("vocab_")',
+    'fnmatch.fnmatch(f, "vocab_*.pt")',
+])
+def test_a_filtered_listing_of_the_folder_is_a_listing_too(keep):
+    assert _lines(LISTED.replace("FILTER", keep)) == []
+
+
+@pytest.mark.parametrize("keep", [
+    'f.endswith(".pt")',  # wider than the template: the folder may hold other files
+    '"vocab" in f',
+    "os.path.isfile(f)",  # no pattern at all
+])
+def test_a_listing_filtered_wider_than_the_template_stays_flagged(keep):
+    assert _lines(LISTED.replace("FILTER", keep)) == [12]
+
+
+def test_a_filtered_listing_of_a_save_of_tensors_stays_flagged():
+    source = LISTED.replace("FILTER", 'f.startswith("vocab_")').replace("sorted(str(w) for w in vocab)", "vocab.cuda()")
+    assert _lines(source) == [12]

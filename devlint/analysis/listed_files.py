@@ -39,7 +39,7 @@ import libcst as cst
 
 from devlint.facts import FileFacts, answers
 from devlint.analysis.path_templates import HOLE, field_key, pieces, seen_binding, split_path
-from devlint.syntax import dotted_name
+from devlint.syntax import dotted_name, string_value
 
 MAX_DEPTH = 12
 _GLOBS = frozenset({"glob.glob", "glob.iglob"})
@@ -125,6 +125,9 @@ def _element(ctx: FileFacts, expr: cst.CSTNode, depth: int):
         return None
     if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
         return _collection(ctx, expr.value, depth + 1)
+    joined = _listed_name(ctx, expr, depth)
+    if joined is not None:
+        return joined
     if isinstance(expr, cst.Call) and expr.args and not any(a.star for a in expr.args):
         name = dotted_name(expr.func) or ""
         first = expr.args[0]
@@ -177,6 +180,104 @@ def _collection(ctx: FileFacts, expr: cst.CSTNode, depth: int):
         else:
             folder = _components(key)
         return _glob_listing(folder, text)
+    return None
+
+
+def _listed_name(ctx: FileFacts, expr: cst.CSTNode, depth: int):
+    """`os.path.join(F, name)` (or `F / name`, `f"{F}/{name}"`) with `name` a name of a filtered listing of the
+    same folder: `[f for f in os.listdir(F) if f.endswith(".pt")]`, `fnmatch.filter(os.listdir(F), P)`."""
+    split = split_path(ctx, expr, field_key)
+    text = pieces(ctx, expr)
+    if split is None or len(text) < 2 or isinstance(text[-1], str) or text[-1] is HOLE or not (
+            isinstance(text[-2], str) and text[-2].endswith("/")):
+        return None
+    name = text[-1]
+    listing = _names(ctx, name, depth + 1) if isinstance(name, (cst.Name, cst.Subscript, cst.Call)) else None
+    if listing is None or listing[0] != split[0]:
+        return None
+    return listing
+
+
+def _names(ctx: FileFacts, expr: cst.CSTNode, depth: int, element: bool = True):
+    """(folder components, pattern) of the names of `os.listdir(F)` filtered by a pattern that `expr` is one
+    of (`element`) or a list of."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Name):
+        binding = seen_binding(ctx, expr)
+        if binding is None or not isinstance(binding.node, cst.Name):
+            return None
+        value = ctx.assigned_value(binding.node)
+        loop = ctx.parent(binding.node)
+        if value is None and element and isinstance(loop, (cst.For, cst.CompFor)) and loop.target is binding.node:
+            return _names(ctx, loop.iter, depth + 1, False)
+        return None if value is None else _names(ctx, value, depth + 1, element)
+    if element:
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            return _names(ctx, expr.value, depth + 1, False)
+        if isinstance(expr, cst.Call) and len(expr.args) >= 1 and dotted_name(expr.func) in _PICKING and not ctx.bindings(
+                expr.func) and expr.args[0].keyword is None:
+            return _names(ctx, expr.args[0].value, depth + 1, False)
+        return None
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) and isinstance(expr.elt, cst.Name) and isinstance(
+            expr.for_in.target, cst.Name) and expr.for_in.target.value == expr.elt.value and expr.for_in.inner_for_in is None:
+        inner = _names(ctx, expr.for_in.iter, depth + 1, False)
+        if inner is None or len(expr.for_in.ifs) != 1:
+            return None
+        pattern = _filter_pattern(ctx, expr.for_in.ifs[0].test, expr.elt.value)
+        return None if pattern is None or inner[1] is not None else (inner[0], pattern)
+    if not isinstance(expr, cst.Call) or not expr.args or any(a.star or a.keyword for a in expr.args):
+        return None
+    names = ctx.qualified_names(expr.func)
+    if dotted_name(expr.func) in _KEEPING and not ctx.bindings(expr.func):
+        return _names(ctx, expr.args[0].value, depth + 1, False)
+    if names & {"os.listdir"} and len(expr.args) == 1:
+        folder_text = pieces(ctx, expr.args[0].value)
+        if len(folder_text) == 1 and not isinstance(folder_text[0], str) and folder_text[0] is not HOLE:
+            from devlint.analysis.cache_folders import _components
+
+            key = field_key(ctx, folder_text[0])
+            return None if key is None else (_components(key), None)
+        split = split_path(ctx, expr.args[0].value, field_key)
+        if split is None or split[1] is None or None in split[1] or len(split[1]) != 1:
+            return None
+        return (split[0] + [("literal", split[1][0])], None)
+    if names & {"fnmatch.filter"} and len(expr.args) == 2:
+        inner = _names(ctx, expr.args[0].value, depth + 1, False)
+        text = string_value(expr.args[1].value)
+        listing = None if inner is None or inner[1] is not None or text is None else _glob_listing(inner[0], [text])
+        return listing
+    return None
+
+
+def _filter_pattern(ctx: FileFacts, test: cst.CSTNode, name: str) -> tuple | None:
+    """The name pattern a filter keeps: `f.endswith(".pt")`, `f.startswith("ckpt_")`, `"--kg" in f`,
+    `fnmatch.fnmatch(f, "ckpt_*.pt")`, and `and` of those on the same name."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        left, right = _filter_pattern(ctx, test.left, name), _filter_pattern(ctx, test.right, name)
+        if left is None or right is None:
+            return left or right  # (one side narrows it: the other may only narrow it further)
+        if left[0] is not None and right[0] is None and len(right) == 2 and right[1] is not None:
+            return (left[0], None, right[1]) if len(left) == 2 and left[1] is None else None
+        if right[0] is not None and left[0] is None and len(left) == 2 and left[1] is not None:
+            return (right[0], None, left[1]) if len(right) == 2 and right[1] is None else None
+        return left
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and isinstance(test.func.value, cst.Name) and (
+            test.func.value.value == name and len(test.args) == 1):
+        text = string_value(test.args[0].value)
+        if text is None:
+            return None
+        return {"endswith": (None, text), "startswith": (text, None)}.get(test.func.attr.value)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(
+            test.comparisons[0].operator, cst.In) and isinstance(test.comparisons[0].comparator, cst.Name) and (
+            test.comparisons[0].comparator.value == name):
+        text = string_value(test.left)
+        return None if text is None else (None, text, None)
+    if isinstance(test, cst.Call) and ctx.qualified_names(test.func) & {"fnmatch.fnmatch"} and len(test.args) == 2 and (
+            isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == name):
+        text = string_value(test.args[1].value)
+        found = None if text is None else _glob_listing([("literal", ".")], [text])
+        return None if found is None else found[1]
     return None
 
 
