@@ -11,6 +11,7 @@ import pytest
 
 from devlint.analysis import project as project_module
 from tests.helpers import lint
+from tests.test_cache_staleness import cached_and_fresh
 from tests.test_cli import run, write
 
 GRAPH = '''
@@ -152,3 +153,14 @@ def test_a_class_of_the_project(project, graph, flagged):
     project_module._INDEX = None
     result = run("use.py", "--select", "DL002", "--no-cache", cwd=project)
     assert result.exit_code == (1 if flagged else 0), result.output
+
+
+def test_the_class_file_changing_checks_the_user_again_with_the_cache_on(project):
+    write(project / "kg" / "__init__.py", "from .graph import Graph\n")
+    write(project / "kg" / "graph.py", GRAPH)
+    write(project / "use.py", "import torch\n\nfrom kg import Graph\n" + USE)
+    cached, fresh = cached_and_fresh(project, "use.py", "--select", "DL002")
+    assert cached == fresh == []
+    write(project / "kg" / "graph.py", GRAPH.replace("-> List[Tuple[str, str]]:", "-> torch.Tensor:"))
+    cached, fresh = cached_and_fresh(project, "use.py", "--select", "DL002")
+    assert cached == fresh == [("use.py", "DL002")]

@@ -6,7 +6,8 @@ folder: `torch.save(triples, folder + "/{m}--{t}--triples.pt".format(m=..., t=..
 
 - its path is a file of a listing of a folder `F` with a name pattern `P`: `glob.glob(os.path.join(F, P))`
   (or `f"{F}/{P}"`, `F + "/" + P`), `glob.iglob`, `Path(F).glob(P)` (not `rglob`, `**`, `[...]`, nor a pattern
-  in the folder part), reached as `xs[i]`, `max(xs, key=...)`, `next(iter(xs))`, a loop or comprehension
+  in the folder part), or `os.path.join(F, name)` with `name` from `os.listdir(F)` kept by a filter that gives
+  a pattern (`f.endswith(".pt") and f.startswith("ckpt_")`, `"--kg" in f`, `fnmatch`; no filter: no pattern), reached as `xs[i]`, `max(xs, key=...)`, `next(iter(xs))`, a loop or comprehension
   variable over `xs`, through `list`/`sorted`/`tuple`/`reversed`, a filtering comprehension, and names bound
   to those (devlint.analysis.path_templates' `seen_binding`);
 - `F` has a path identity (origins' `path_key`, or `args.X`: devlint.analysis.path_templates' `field_key`);
