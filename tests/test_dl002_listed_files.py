@@ -208,3 +208,8 @@ def test_a_listing_filtered_wider_than_the_template_stays_flagged(keep):
 def test_a_filtered_listing_of_a_save_of_tensors_stays_flagged():
     source = LISTED.replace("FILTER", 'f.startswith("vocab_")').replace("sorted(str(w) for w in vocab)", "vocab.cuda()")
     assert _lines(source) == [12]
+
+
+def test_a_name_of_an_unfiltered_listing_stays_flagged():
+    source = LISTED.replace("[f for f in os.listdir(OUT) if FILTER]", "os.listdir(OUT)")
+    assert _lines(source) == [12]

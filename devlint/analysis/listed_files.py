@@ -194,8 +194,8 @@ def _listed_name(ctx: FileFacts, expr: cst.CSTNode, depth: int):
         return None
     name = text[-1]
     listing = _names(ctx, name, depth + 1) if isinstance(name, (cst.Name, cst.Subscript, cst.Call)) else None
-    if listing is None or listing[0] != split[0]:
-        return None
+    if listing is None or listing[1] is None or listing[0] != split[0]:
+        return None  # (a name of an unfiltered listing has no pattern: any file of the folder)
     return listing
 
 
