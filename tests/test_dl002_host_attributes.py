@@ -66,6 +66,8 @@ def test_an_attribute_filled_only_with_strings_by_its_class_is_cpu_data():
     # the attribute may be bound by a computed name, or the class has a base whose methods may
     ("        self.name = name\n", "        setattr(self, name, 1)\n"),
     ("class Graph:", "class Graph(Base):"),
+    # a method hands the instance to other code, which may set the attribute
+    ("        self.pairs = {}\n", "        self.pairs = {}\n        register(self)\n"),
 ])
 def test_a_class_that_may_put_anything_else_there_keeps_it_flagged(change):
     source = GRAPH.replace(*change) + USE

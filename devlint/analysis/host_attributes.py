@@ -5,7 +5,8 @@ It is CPU data when
 
 - `kg` is bound once, to `Cls(...)` of a class of the file or of the project (devlint.analysis.project)
   with no base but `object` (its methods are its own), and every use of `kg` reads an attribute of it
-  (`kg.add(...)`, `kg.triples`): the instance goes to no other code;
+  (`kg.add(...)`, `kg.triples`), and so does every use of the instance in the methods of the class (`self.x`):
+  the instance goes to no other code;
 - in the file of the class and in the checked file, every value put in an attribute of that name, of any
   object, is CPU data (origins' `host_value`): `obj.triples = v`, `obj.triples += v`, an item
   `obj.triples[k] = v`, a mutating method `obj.triples.append(v)` (also on an item); a value returned by
@@ -71,7 +72,8 @@ def _class_of(ctx: FileFacts, func: cst.CSTNode):
     if isinstance(func, cst.Name) and func.value not in ctx.imported_names:
         assignments = ctx.bindings(func)
         if len(assignments) == 1 and isinstance(assignments[0].node, cst.ClassDef):
-            return (ctx, assignments[0].node) if _plain(assignments[0].node) else None
+            cls = assignments[0].node
+            return (ctx, cls) if _plain(cls) and _keeps_itself(ctx, cls) else None
         return None
     view = ctx.project
     names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
@@ -84,11 +86,36 @@ def _class_of(ctx: FileFacts, func: cst.CSTNode):
     if class_ctx is None:
         return None
     classes = [s for s in class_ctx.module.body if isinstance(s, cst.ClassDef) and s.name.value == found.name]
-    return (class_ctx, classes[0]) if len(classes) == 1 and _plain(classes[0]) else None
+    return (class_ctx, classes[0]) if len(classes) == 1 and _plain(classes[0]) and _keeps_itself(
+        class_ctx, classes[0]) else None
 
 
 def _plain(cls: cst.ClassDef) -> bool:
     return not cls.keywords and all(isinstance(b.value, cst.Name) and b.value.value == "object" for b in cls.bases)
+
+
+def _keeps_itself(ctx: FileFacts, cls: cst.ClassDef) -> bool:
+    """Does every method use its instance only to read its attributes (`self.x`, `self.m(...)`), never
+    handing it to other code that may set one (`register(self)`)?"""
+    for method in getattr(cls.body, "body", ()):
+        if not isinstance(method, cst.FunctionDef) or not method.params.params:
+            continue
+        first = method.params.params[0].name.value
+        for node in _walk(method.body):
+            if isinstance(node, cst.Name) and node.value == first:
+                parent = ctx.parent(node)
+                if not (isinstance(parent, cst.Attribute) and parent.value is node) or parent.attr.value in (
+                        "__dict__", "__class__"):
+                    return False
+    return True
+
+
+def _walk(root: cst.CSTNode):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
 
 
 def _facts(view, path: str) -> FileFacts | None:
