@@ -83,6 +83,8 @@ def pieces(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> list:
 
 def _fields(found: list, pattern: re.Pattern, expr: cst.CSTNode) -> list:
     """The literal pieces with their format fields made holes (`{m}`, `%d`); escaped braces: unknown."""
+    if not any(isinstance(piece, str) for piece in found):
+        return [expr]  # (not a string template: `i % n`, `obj.format(...)`)
     result: list = []
     for piece in found:
         if not isinstance(piece, str):
