@@ -38,8 +38,8 @@ import re
 
 import libcst as cst
 
-from devlint.facts import FileFacts, answers
 from devlint.analysis.path_templates import HOLE, field_key, pieces, seen_binding, split_path
+from devlint.facts import FileFacts, answers
 from devlint.syntax import dotted_name, string_value
 
 MAX_DEPTH = 12
@@ -386,8 +386,8 @@ def _relation(ctx: FileFacts, expr: cst.CSTNode, folder: list, pattern: tuple):
         return None  # (a file of a folder inside it: a listing of the folder does not show it)
     if name is None:
         return "maybe"
-    covers = re.fullmatch(_regex(name), _text(pattern), re.S) is not None
-    if re.fullmatch(_regex(pattern), _text(name), re.S):
+    covers = re.fullmatch(_regex(name), _text(pattern), re.DOTALL) is not None
+    if re.fullmatch(_regex(pattern), _text(name), re.DOTALL):
         return ("scheme" if covers else "file"), covers
     return ("other", covers) if _may_match(name, pattern) else None
 
