@@ -8,7 +8,6 @@ from devlint.rule import Invalid, Rule
 from devlint.analysis.cache_folders import in_cpu_cache_folder
 from devlint.analysis.device import device_failure, device_reference, unproven_reference
 from devlint.analysis.kinds import MODULE
-from devlint.analysis.listed_files import listed_file_on_cpu
 from devlint.analysis.loaded_data import in_dataset, names_data
 from devlint.analysis.placement import CPU, DEVICE, KEEPING_METHODS, LOADERS, placement
 from devlint.analysis.receivers import doubt
@@ -139,9 +138,8 @@ class TorchLoadWithoutMapLocation(Rule):
     - A file of a cache folder, `torch.load(os.path.join(folder, f"{k}.pt"))`, whose every possible writer of that name
       pattern in the folder is a `torch.save` of CPU data (through containers: `d[k].append(t[k])`, `torch.cat(v)`, a
       tokenizer's output) and that nothing copies or downloads into (a name from a listing has no pattern).
-      Also a file of a listing of the folder, `list(Path(d).glob("*--*--words.pt"))`, whose pattern the name template of a
-      save of CPU data there takes in (`d + "/{m}--{t}--words.pt".format(...)`, or an f-string, % or +), every save whose
-      names may match saving CPU data too (an instance's attribute that only CPU data is put in counts).
+      Also a file of a listing, `list(Path(d).glob("*--*--words.pt"))`, whose pattern the template of a CPU-data save there takes
+      in (`d + "/{m}--{t}--words.pt".format(...)`, an f-string, % or +), every save that may match saving CPU data too.
       Also the path parameter of a function that no other file can call (nested, named `_...`, or in a notebook)
       whose every call passes such a file: `load_checkpoint("m.pt")` after `torch.save(state, "m.pt")`.
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
@@ -238,9 +236,8 @@ class TorchLoadWithoutMapLocation(Rule):
         "import torch\ndef fit(model, epochs):\n    best_loss = float(\"inf\")\n    for _ in range(epochs):\n"
         "        loss = validate(model)\n        if loss < best_loss:\n            best_loss = loss\n"
         "            torch.save(model, \"best.pt\")\n    return torch.load(\"best.pt\", weights_only=False)\n",
-        # a file of a listing of its folder under the name template of a save of strings
-        "import time\nfrom pathlib import Path\nimport torch\ndef words(d, texts):\n    found = list(Path(d).glob(\"*--*--words.pt\"))\n"
-        "    if found:\n        return torch.load(found[0])\n    torch.save([str(t) for t in texts], d + \"/{m}--{t}--words.pt\".format(m=1, t=time.time()))\n",
+        "import time\nfrom pathlib import Path\nimport torch\ndef words(d, texts):\n    found = list(Path(d).glob(\"*--*--words.pt\"))\n    if found:\n"
+        "        return torch.load(found[0])\n    torch.save([str(t) for t in texts], d + \"/{m}--{t}--words.pt\".format(m=1, t=time.time()))\n",
         # a function that only loads its path parameter, every call of which passes a file saved before it
         "import torch\ndef _load_checkpoint(p):\n    return torch.load(p)\n\ndef restore(model, state):\n"
         "    torch.save(state, \"m.pt\")\n    model.load_state_dict(_load_checkpoint(\"m.pt\"))\n",
@@ -361,8 +358,6 @@ class TorchLoadWithoutMapLocation(Rule):
             return  # written by this run (before, a CPU cache, in a folder made this run): its devices exist here
         if path is not None and in_cpu_cache_folder(self.ctx, node, path.value):
             return  # a file of a cache folder whose every writer saves CPU data
-        if path is not None and listed_file_on_cpu(self.ctx, node, path.value):
-            return  # found by listing its folder under a naming scheme whose every writer saves CPU data
         self.report(node, fix=self._fix(node, given))
 
     def _fix(self, call: cst.Call, given: cst.Arg | None):
