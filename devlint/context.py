@@ -9,7 +9,7 @@ from functools import cached_property
 from devlint.device_options import FixOptions  # noqa: F401  (re-exported: rules import it from here)
 from devlint.facts import FileFacts, target_names  # noqa: F401  (target_names re-exported for the rules)
 # The analyses that answer those below them through devlint.facts.answer: loaded with the context.
-from devlint.analysis import origin_files, placement  # noqa: F401
+from devlint.analysis import host_attributes, listed_files, origin_files, placement  # noqa: F401
 
 
 class FileContext(FileFacts):

@@ -21,7 +21,7 @@ under names computed the same way: `torch.save(t, os.path.join(folder, f"{k}.pt"
 
 A file a user put in the folder under a name of the pattern is the risk every "writer found" rule
 takes (devlint.analysis.origins); a folder listed (`os.listdir(D)`) with a name read from the listing has
-no pattern and is never cleared.
+no pattern and is never cleared. A file of a listing filtered by a pattern: devlint.analysis.listed_files.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import re
 
 import libcst as cst
 
-from devlint.facts import FileFacts
+from devlint.facts import FileFacts, answer
 from devlint.analysis.cpu_containers import deep_cpu
 from devlint.analysis.origins import JOINS, LOADERS, SAVERS, _hashable, path_key
 from devlint.analysis.self_paths import has_attribute, same_class_writer
@@ -46,6 +46,8 @@ _READERS = frozenset({"exists", "isfile", "isdir", "islink", "listdir", "makedir
 
 
 def in_cpu_cache_folder(ctx: FileFacts, load: cst.Call, path: cst.CSTNode) -> bool:
+    if answer("listed_file_loaded")(ctx, load):
+        return True  # (a file of a listing of the folder under a pattern: devlint.analysis.listed_files)
     parts = _parts(ctx, path)
     if parts is None or len(parts) < 2:
         return False

@@ -31,7 +31,7 @@ import libcst as cst
 
 from devlint.analysis.places import CPU
 from devlint.facts import FileFacts, answer
-from devlint.analysis import host_returns as _host_returns, self_paths as _self_paths
+from devlint.analysis import host_flows as _host_flows, host_returns as _host_returns, self_paths as _self_paths
 from devlint.syntax import dotted_name, find_arg, string_value
 
 SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
@@ -270,8 +270,12 @@ def host_value(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
         names = ctx.qualified_names(expr.func)
         if any(n.startswith("PIL.") for n in names):
             return True  # an image
+        if names & LOADERS and answer("listed_file_loaded")(ctx, expr):
+            return True  # a file that only CPU data of its naming scheme went into (devlint.analysis.listed_files)
         if names & {"list", "tuple", "sorted", "set", "dict", "frozenset"} and len(expr.args) == 1:
             return host_value(ctx, expr.args[0].value, depth + 1)
+        if _host_flows.call_flows_host(ctx, expr, host_value, depth):
+            return True  # `dict.fromkeys(words)`, `d.values()` (devlint.analysis.host_flows)
         if names & {"str", "repr", "int", "float", "bool", "len"} or (
                 isinstance(expr.func, cst.Attribute) and expr.func.attr.value in STRING_METHODS):
             return True
@@ -289,6 +293,8 @@ def host_value(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
                 return True
         elif assignments:
             return False
+    if isinstance(expr, cst.Attribute) and answer("instance_attribute_host")(ctx, expr, host_value):
+        return True  # `kg.triples` of an instance whose every value put there is (devlint.analysis.host_attributes)
     return placement(ctx).of(expr) is CPU and not (isinstance(expr, cst.Name) and _filled_elsewhere(
         ctx, ctx.bindings(expr), depth))
 
@@ -297,7 +303,7 @@ def _comprehension_host(ctx: FileFacts, comp, element: cst.CSTNode, depth: int) 
     """`[Image.open(p) for p in paths]`: the element alone decides when it reads no loop variable."""
     if isinstance(element, (cst.Call, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
         return host_value(ctx, element, depth + 1)
-    return False
+    return _host_flows.comprehension_flows_host(ctx, comp, element, host_value, depth)  # `[t for t in words]`
 
 
 def _filled_elsewhere(ctx: FileFacts, assignments, depth: int) -> bool:

@@ -138,6 +138,8 @@ class TorchLoadWithoutMapLocation(Rule):
     - A file of a cache folder, `torch.load(os.path.join(folder, f"{k}.pt"))`, whose every possible writer of that name
       pattern in the folder is a `torch.save` of CPU data (through containers: `d[k].append(t[k])`, `torch.cat(v)`, a
       tokenizer's output) and that nothing copies or downloads into (a name from a listing has no pattern).
+      Also a file of a listing, `list(Path(d).glob("*--*--words.pt"))`, whose pattern the template of a CPU-data save there takes
+      in (`d + "/{m}--{t}--words.pt".format(...)`, an f-string, % or +), every save that may match saving CPU data too.
       Also the path parameter of a function that no other file can call (nested, named `_...`, or in a notebook)
       whose every call passes such a file: `load_checkpoint("m.pt")` after `torch.save(state, "m.pt")`.
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
@@ -242,6 +244,8 @@ class TorchLoadWithoutMapLocation(Rule):
         "import torch\ndef fit(model, epochs):\n    best_loss = float(\"inf\")\n    for _ in range(epochs):\n"
         "        loss = validate(model)\n        if loss < best_loss:\n            best_loss = loss\n"
         "            torch.save(model, \"best.pt\")\n    return torch.load(\"best.pt\", weights_only=False)\n",
+        "import time\nfrom pathlib import Path\nimport torch\ndef words(d, texts):\n    found = list(Path(d).glob(\"*--*--words.pt\"))\n    if found:\n"
+        "        return torch.load(found[0])\n    torch.save([str(t) for t in texts], d + \"/{m}--{t}--words.pt\".format(m=1, t=time.time()))\n",
         # a function that only loads its path parameter, every call of which passes a file saved before it
         "import torch\ndef _load_checkpoint(p):\n    return torch.load(p)\n\ndef restore(model, state):\n"
         "    torch.save(state, \"m.pt\")\n    model.load_state_dict(_load_checkpoint(\"m.pt\"))\n",
