@@ -101,13 +101,98 @@ def test_anything_else_in_the_scheme_keeps_the_load_flagged(change):
     "torch.save(model, os.path.join(opts.out, name))",
     "shutil.copy(src, opts.out)",
     "shutil.copy(src, os.path.join(opts.out, name))",
-    "urlretrieve(url, os.path.join(opts.out, name))",
-    "zipfile.ZipFile(archive).extractall(opts.out)",
-    "shutil.unpack_archive(archive, os.path.dirname(opts.out))",
+    "shutil.move(src, opts.out)",
+    "os.replace(tmp, os.path.join(opts.out, name))",
+    "write_all(opts.out)",
 ])
 def test_another_writer_into_the_folder_keeps_the_load_flagged(other):
     source = WORDS.replace("    return result\n", f"    {other}\n    return result\n")
     assert _lines(source) == [LOAD_LINE]
+
+
+FETCHES = [
+    "urlretrieve(url, os.path.join(opts.out, name))",
+    "zipfile.ZipFile(archive).extractall(opts.out)",
+    "shutil.unpack_archive(archive, os.path.dirname(opts.out))",
+    "download_and_extract(url, opts.out)",
+]
+
+
+@pytest.mark.parametrize("fetch", FETCHES)
+def test_a_download_or_archive_brings_no_file_of_the_programs_own_scheme(fetch):
+    # a file named by the program's own scheme holds what the program saves under it, on any machine
+    source = WORDS.replace("    return result\n", f"    {fetch}\n    return result\n")
+    assert _lines(source) == []
+
+
+@pytest.mark.parametrize("fetch", FETCHES)
+def test_a_download_or_archive_counts_for_a_glob_that_is_no_saves_exact_scheme(fetch):
+    source = textwrap.dedent(f'''
+        import glob
+        import os
+        import torch
+
+        def last(folder, url, epochs):
+            for e in range(epochs):
+                torch.save(["a", "b"], os.path.join(folder, f"ckpt_{{e}}.pt"))
+            {fetch.replace("opts.out", "folder")}
+            return torch.load(sorted(glob.glob(os.path.join(folder, "ckpt_1*.pt")))[-1])
+    ''')
+    assert _lines(source) == [10]
+
+
+ALIASES = '''
+import zipfile
+from pathlib import Path
+import torch
+
+
+def fetch(args):
+    zipfile.ZipFile("corpus.zip").extractall(args.dataset)
+    return ["a b c"]
+
+
+def build(args, docs):
+    words = [str(d).lower() for d in docs]
+    words = list(dict.fromkeys(words))
+    torch.save(words, args.dataset + "/{m}--{t}--words.pt".format(m="a", t="b"))
+    return words
+
+
+def words(args):
+    docs = fetch(args)
+    found = list(Path(args.dataset).glob("*--*--words.pt"))
+    if len(found) == 1:
+        return torch.load(found[0])
+    return build(args, docs)
+'''
+
+
+def test_a_parameter_passed_on_is_one_folder_with_the_callers():
+    # `build` and `fetch` get `words`' own `args`: the save in `build` is the listing's writer
+    assert _lines(ALIASES) == []
+
+
+@pytest.mark.parametrize("change", [
+    # the writer the call reaches saves tensors
+    ("words = list(dict.fromkeys(words))", "words = [encode(w) for w in words]"),
+    # a copy into the shared folder from the other function may bring any file
+    ("extractall(args.dataset)", "extractall(args.dataset)\n    shutil.copy(src, args.dataset)"),
+    # the writer gets another object: its folder is not the listing's
+    ("return build(args, docs)", "return build(other, docs)"),
+])
+def test_what_the_passed_on_folder_gets_decides(change):
+    source = ALIASES.replace(*change)
+    assert source != ALIASES
+    assert _lines(source) == [1 + source.splitlines().index("        return torch.load(found[0])")]
+
+
+def test_an_imported_chain_flows_host_values():
+    source = WORDS.replace("    result = [str(t).lower() for t in texts]\n",
+                           "    result = list(chain([str(t).lower() for t in texts], ['end']))\n").replace(
+        "import torch\n", "import torch\nfrom itertools import chain\n")
+    assert _lines(source) == []
+    assert _lines(source.replace("['end']", "[encode(texts)]")) == [LOAD_LINE + 1]
 
 
 @pytest.mark.parametrize("other", [
@@ -213,3 +298,16 @@ def test_a_filtered_listing_of_a_save_of_tensors_stays_flagged():
 def test_a_name_of_an_unfiltered_listing_stays_flagged():
     source = LISTED.replace("[f for f in os.listdir(OUT) if FILTER]", "os.listdir(OUT)")
     assert _lines(source) == [12]
+
+
+def test_a_name_bound_again_from_itself_stays_host_data():
+    # `result = list(dict.fromkeys(result))` reads the name it binds; every binding is host data
+    source = WORDS.replace("    path = opts.out + ", "    result = list(dict.fromkeys(result))\n    path = opts.out + ")
+    assert _lines(source) == []
+    assert _lines(source.replace("list(dict.fromkeys(result))", "[encode(r) for r in result]")) == [LOAD_LINE]
+
+
+def test_a_string_method_of_the_folder_path_writes_nothing():
+    source = ALIASES.replace("    docs = fetch(args)\n", '    docs = fetch(args)\n    if "qa" in args.dataset.lower():\n'
+                             "        docs = docs[:1]\n")
+    assert _lines(source) == []

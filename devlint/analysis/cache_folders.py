@@ -43,6 +43,9 @@ _READERS = frozenset({"exists", "isfile", "isdir", "islink", "listdir", "makedir
                       "fspath", "str", "Path", "PurePath", "format", "info", "debug", "warning", "warn", "error",
                       "len", "is_file", "is_dir", "iterdir", "rglob", "resolve", "as_posix", "with_suffix",
                       "with_name", "relative_to"})
+# A path's own string methods (`args.out.lower()`, `p.endswith(".pt")`): they read the text, not the disk.
+_TEXT_METHODS = frozenset({"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
+                           "rsplit", "count", "find", "rfind", "index", "rindex", "encode"})
 
 
 def in_cpu_cache_folder(ctx: FileFacts, load: cst.Call, path: cst.CSTNode) -> bool:
@@ -141,7 +144,7 @@ def _writes(ctx: FileFacts, call: cst.Call, expr: cst.CSTNode, as_receiver: bool
             return False
         obj = find_arg(call, "obj", 0)
         return obj is not None and deep_cpu(ctx, obj.value)
-    if last in _READERS:
+    if last in _READERS or as_receiver and isinstance(call.func, cst.Attribute) and last in _TEXT_METHODS:
         return None
     if last == "open" and not as_receiver:
         mode = find_arg(call, "mode", 1)

@@ -25,9 +25,10 @@ def call_flows_host(ctx: FileFacts, call: cst.Call, judge, depth: int) -> bool:
     if any(a.star or a.keyword is not None for a in call.args):
         return False
     func = call.func
-    names = ctx.qualified_names(func) | {_dotted(func)}
     root = func.value if isinstance(func, cst.Attribute) else func
-    if names & _BUILDERS and call.args and not (isinstance(root, cst.Name) and ctx.bindings(root)):
+    spelled = set() if isinstance(root, cst.Name) and ctx.bindings(root) else {_dotted(func)}
+    names = ctx.qualified_names(func) | spelled  # (as imported, or as spelled where the file binds no such name)
+    if names & _BUILDERS and call.args:
         return all(judge(ctx, a.value, depth + 1) for a in call.args)
     if isinstance(func, cst.Attribute) and func.attr.value in _PARTS and len(call.args) <= 1:
         return judge(ctx, func.value, depth + 1)

@@ -10,7 +10,8 @@ folder: `torch.save(triples, folder + "/{m}--{t}--triples.pt".format(m=..., t=..
   a pattern (`f.endswith(".pt") and f.startswith("ckpt_")`, `"--kg" in f`, `fnmatch`; no filter: no pattern), reached as `xs[i]`, `max(xs, key=...)`, `next(iter(xs))`, a loop or comprehension
   variable over `xs`, through `list`/`sorted`/`tuple`/`reversed`, a filtering comprehension, and names bound
   to those (devlint.analysis.path_templates' `seen_binding`);
-- `F` has a path identity (origins' `path_key`, or `args.X`: devlint.analysis.path_templates' `field_key`);
+- `F` has a path identity (origins' `path_key`, or `args.X`: devlint.analysis.path_templates' `field_key`;
+  `args` of two functions is one object where the file's calls pass it on: devlint.analysis.param_aliases);
 - a call of the file saves there under a name template that takes in every name of `P` (the template with
   any text for each field matches them: `"{m}--{t}--triples.pt".format(...)`, `f"{m}--{t}--triples.pt"`,
   `"%s--%s--triples.pt" % (m, t)`, `m + "--" + t + "--triples.pt"`; or `f"ckpt_{e}.pt"` for `ckpt_1*.pt`),
@@ -24,7 +25,11 @@ folder: `torch.save(triples, folder + "/{m}--{t}--triples.pt".format(m=..., t=..
 When `P` is exactly the template of one such save (each `*` of `P` one field of the template), a save
 whose name has literal text of its own and could give a name of `P` only through the text of its fields
 (`f"{dataset}.pt"` for `*--*--triples.pt`) is taken as another scheme: its fields are names, numbers,
-times, not the text of another template. A pattern wider than every template saved there (`*.pt` for
+times, not the text of another template. A download or an archive unpacked into the folder
+(`urlretrieve`, `extractall`, `unpack_archive`, a `*download*` call) is not taken to bring a file of that
+scheme either: a file named by the program's own scheme holds what the program saves under it, on any
+machine. A copy, a move, a save of names we cannot tell or a call we cannot see still count: they may put
+this program's other files under a name of `P`. A pattern wider than every template saved there (`*.pt` for
 `ckpt_{e}.pt`) keeps the load flagged: the folder may hold other files. A value loaded from such a file
 and saved there again holds what the file held (by induction over the runs that wrote it: assumed CPU
 data while the file is judged, devlint.analysis.listed_files' `settle`). A file a user put in the
@@ -38,6 +43,7 @@ import re
 
 import libcst as cst
 
+from devlint.analysis.param_aliases import same_member
 from devlint.analysis.path_templates import HOLE, field_key, pieces, seen_binding, split_path
 from devlint.facts import FileFacts, answers
 from devlint.syntax import dotted_name, string_value
@@ -46,6 +52,7 @@ MAX_DEPTH = 12
 _GLOBS = frozenset({"glob.glob", "glob.iglob"})
 _KEEPING = frozenset({"list", "sorted", "tuple", "reversed", "iter"})
 _PICKING = frozenset({"max", "min", "next"})
+_FETCHES = frozenset({"urlretrieve", "extractall", "unpack_archive", "extract_archive"})
 _DELETIONS = frozenset({"remove", "unlink", "rmtree", "rmdir", "removedirs"})
 
 
@@ -321,7 +328,7 @@ def _writers(ctx: FileFacts, load: cst.Call, folder: list, pattern: tuple):
     its verdict (CPU data or not); None when another call may put a file of P there."""
     from devlint.analysis.cache_folders import _paths_of, _writes
 
-    files, others, scheme, covered = [], [], False, False
+    files, others, scheme, covered, fetched = [], [], False, False, False
     for call in ctx.nodes(cst.Call):
         if call is load or _deletion(call):
             continue
@@ -333,14 +340,24 @@ def _writers(ctx: FileFacts, load: cst.Call, folder: list, pattern: tuple):
             if verdict is None:
                 continue
             if relation == "maybe":
-                if not verdict:
+                if not verdict and not _fetches(call):
                     return None
+                fetched = fetched or not verdict
                 continue
             kind, covers = relation
             (files if kind in ("file", "scheme") else others).append((call, verdict))
             scheme = scheme or kind == "scheme"
             covered = covered or covers
+    if fetched and not scheme:
+        return None  # (a download or an archive may bring a file of P; of P's own scheme, see the docstring)
     return files, others, scheme, covered
+
+
+def _fetches(call: cst.Call) -> bool:
+    """Does the call bring files from elsewhere (a download, an archive unpacked)?"""
+    last = call.func.attr.value if isinstance(call.func, cst.Attribute) else (dotted_name(call.func) or "")
+    last = last.rsplit(".", 1)[-1]
+    return last in _FETCHES or "download" in last.lower()
 
 
 def _deletion(call: cst.Call) -> bool:
@@ -375,7 +392,7 @@ def _relation(ctx: FileFacts, expr: cst.CSTNode, folder: list, pattern: tuple):
         if index == len(components):
             return "maybe"  # the folder itself or one above it (a copy, a download, an extraction may fill it)
         mine = components[index]
-        if mine[0] != "name" and _hashable(mine) == _hashable(part):
+        if mine[0] != "name" and (_hashable(mine) == _hashable(part) or same_member(ctx, _hashable(mine), _hashable(part))):
             continue
         if index == 0 or mine[0] == "literal" and part[0] == "literal":
             return None

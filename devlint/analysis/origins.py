@@ -289,8 +289,18 @@ def host_value(ctx: FileFacts, expr: cst.CSTNode, depth: int = 0) -> bool:
         assignments = ctx.bindings(expr)
         if assignments and not _filled_elsewhere(ctx, assignments, depth):
             values = [ctx.assigned_value(a.node) for a in assignments]
-            if all(v is not None for v in values) and all(host_value(ctx, v, depth + 1) for v in values):
+            # `xs = list(dict.fromkeys(xs))` reads the name it binds: assumed host while judged, which holds
+            # by induction since every binding, the first one too, must be.
+            judging = ctx.__dict__.setdefault("_devlint_host_names", set())
+            key = frozenset(id(a.node) for a in assignments)
+            if key in judging:
                 return True
+            judging.add(key)
+            try:
+                if all(v is not None for v in values) and all(host_value(ctx, v, depth + 1) for v in values):
+                    return True
+            finally:
+                judging.discard(key)
         elif assignments:
             return False
     if isinstance(expr, cst.Attribute) and answer("instance_attribute_host")(ctx, expr, host_value):

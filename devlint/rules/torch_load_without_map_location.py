@@ -139,7 +139,8 @@ class TorchLoadWithoutMapLocation(Rule):
       pattern in the folder is a `torch.save` of CPU data (through containers: `d[k].append(t[k])`, `torch.cat(v)`, a
       tokenizer's output) and that nothing copies or downloads into (a name from a listing has no pattern).
       Also a file of a listing, `list(Path(d).glob("*--*--words.pt"))`, whose pattern the template of a CPU-data save there takes
-      in (`d + "/{m}--{t}--words.pt".format(...)`, an f-string, % or +), every save that may match saving CPU data too.
+      in (`d + "/{m}--{t}--words.pt".format(...)`, an f-string, % or +), every save that may match saving CPU data too
+      (`args.d` of a function the file passes its `args` to is one folder; a download or archive brings no file of the scheme).
       Also the path parameter of a function that no other file can call (nested, named `_...`, or in a notebook)
       whose every call passes such a file: `load_checkpoint("m.pt")` after `torch.save(state, "m.pt")`.
     - A file in a folder made empty this run (pytest's tmp_path/tmpdir, tmp_path_factory.mktemp(), tempfile's mkdtemp(),
@@ -228,9 +229,8 @@ class TorchLoadWithoutMapLocation(Rule):
         "    saver(engine, {\"model\": torch.nn.Linear(2, 2)})\n    torch.load(saver.last_checkpoint)\n\n"
         "def test_saves(tmp_path, engine):\n    _check(tmp_path / \"1\", engine)\n",
         # the same helper run by a launcher that gets it with its arguments (a spawn passes the index first)
-        "import torch\ndef _check(index, folder):\n    saver = Saver(folder, \"run\")\n"
-        "    saver(engine, {\"model\": torch.nn.Linear(2, 2)})\n    torch.load(saver.last_checkpoint)\n\n"
-        "def test_saves(tmp_path):\n    torch.multiprocessing.spawn(_check, args=(tmp_path / \"1\",), nprocs=2)\n",
+        "import torch\ndef _check(index, folder):\n    saver = Saver(folder, \"run\")\n    saver(engine, {\"model\": torch.nn.Linear(2, 2)})\n"
+        "    torch.load(saver.last_checkpoint)\n\ndef test_saves(tmp_path):\n    torch.multiprocessing.spawn(_check, args=(tmp_path / \"1\",), nprocs=2)\n",
         "import threading\nimport torch\ndef _check(folder):\n    train(folder)\n    torch.load(folder / \"last.pt\")\n\n"
         "def test_saves(tmp_path):\n    threading.Thread(target=_check, args=(tmp_path,)).start()\n",
         # a path name bound again after the load
@@ -246,6 +246,11 @@ class TorchLoadWithoutMapLocation(Rule):
         "            torch.save(model, \"best.pt\")\n    return torch.load(\"best.pt\", weights_only=False)\n",
         "import time\nfrom pathlib import Path\nimport torch\ndef words(d, texts):\n    found = list(Path(d).glob(\"*--*--words.pt\"))\n    if found:\n"
         "        return torch.load(found[0])\n    torch.save([str(t) for t in texts], d + \"/{m}--{t}--words.pt\".format(m=1, t=time.time()))\n",
+        # the same, the folder of `args` passed on to the writer, with an archive unpacked there
+        "import zipfile\nfrom pathlib import Path\nimport torch\ndef fetch(args):\n    zipfile.ZipFile(\"c.zip\").extractall(args.d)\n"
+        "def build(args, texts):\n    torch.save([str(t) for t in texts], args.d + \"/{m}--words.pt\".format(m=1))\n"
+        "def words(args, texts):\n    fetch(args)\n    found = list(Path(args.d).glob(\"*--words.pt\"))\n"
+        "    return torch.load(found[0]) if found else build(args, texts)\n",
         # a function that only loads its path parameter, every call of which passes a file saved before it
         "import torch\ndef _load_checkpoint(p):\n    return torch.load(p)\n\ndef restore(model, state):\n"
         "    torch.save(state, \"m.pt\")\n    model.load_state_dict(_load_checkpoint(\"m.pt\"))\n",
@@ -372,7 +377,8 @@ class TorchLoadWithoutMapLocation(Rule):
         keeps = self._keeping_values(call)
         choice = self.ctx.options.map_location
         if choice == "auto":
-            choice = "cpu" if "cpu" in keeps or self._cpu_data(call) else "device"
+            # (data: a vocabulary, a cache, an expected output rather than a checkpoint)
+            choice = "cpu" if "cpu" in keeps or names_data(self.ctx, call) or self._data_evidence else "device"
         applicability = Applicability.SAFE if choice in keeps else Applicability.UNSAFE
         needs_definition = False
         if choice == "cpu":
@@ -577,26 +583,17 @@ class TorchLoadWithoutMapLocation(Rule):
         elif method not in ("cuda", "cpu"):
             return False
         # a tensor's `t.to(device)` would be thrown away: only a module (used as one) moves in place
-        module_methods = {"eval", "train", "parameters", "named_parameters", "modules", "children", "state_dict"}
-        if any(c.func.attr.value in module_methods for c in chain[:-1]):
+        if any(c.func.attr.value in {"eval", "train", "parameters", "named_parameters", "modules", "children",
+                                     "state_dict"} for c in chain[:-1]):
             return True
         return self._used_as_module(statement, name)
 
     def _used_as_module(self, statement: cst.CSTNode, name: str) -> bool:
         for later in self._following(statement):
-            for node in _names_in(later, name):
+            for node in (n for n, _ in walk(later) if isinstance(n, cst.Name) and n.value == name):
                 parent = self.ctx.parent(node)
-                if isinstance(parent, cst.Call) and parent.func is node:
-                    return True
-                if isinstance(parent, cst.Attribute) and parent.attr.value in (
-                    "eval", "train", "parameters", "named_parameters", "modules", "children", "forward"
-                ):
+                if isinstance(parent, cst.Call) and parent.func is node or isinstance(parent, cst.Attribute) and (
+                        parent.attr.value in ("eval", "train", "parameters", "named_parameters", "modules", "children",
+                                              "forward")):
                     return True
         return False
-
-    def _cpu_data(self, call: cst.Call) -> bool:
-        """Is the loaded value data (a vocabulary, a cache, an expected output) rather than a checkpoint?"""
-        return names_data(self.ctx, call) or self._data_evidence
-
-def _names_in(root: cst.CSTNode, name: str) -> list[cst.Name]:
-    return [node for node, _ in walk(root) if isinstance(node, cst.Name) and node.value == name]
