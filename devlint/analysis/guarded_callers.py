@@ -17,10 +17,13 @@ early exit before it, an `if torch.cuda.is_available():` around it, a guarded ca
 function must be a plain `def` (no decorator but `@torch.no_grad()`-style ones, not a method, not a test that pytest calls: its name does
 not start with `test`) that the file binds once, whose every occurrence in the file is the callee of a
 direct call `name(...)`, with at least one: a function handed elsewhere (a callback, `map(fn, ...)`,
-`fn = name`) may be called from anywhere. A function of the module's top level may be called from another
-file: there, no call of its name (`name(...)` or `anything.name(...)`) may exist in any other file of the
-project, nor any reference, by devlint.analysis.project_calls, whose every file read is recorded for the
-result cache (a new caller in another file is a change). A function nested in another is called only
+`fn = name`) may be called from anywhere (a top-level `def` that re-defines a name imported above it
+binds it for every later call: devlint.analysis.direct_calls). A function of the module's top level may
+be called from another file: there, no call of its name (`name(...)` or `anything.name(...)`) may exist
+in any other file of the project, nor any reference, by devlint.analysis.project_calls, except a bare
+`name(...)` in a file whose every binding of the name is provably another function (its own `def`, or
+an import from another module that defines one: devlint.analysis.project_callers). Every file read is
+recorded for the result cache (a new caller in another file is a change). A function nested in another is called only
 from there. A call inside the function itself (recursion) proves nothing.
 """
 
@@ -69,12 +72,17 @@ def _transparent(ctx: FileFacts, decorator: cst.BaseExpression) -> bool:
 
 
 def _no_caller_elsewhere(ctx: FileFacts, name: str) -> bool:
-    """Does the project call `name` only where this file does (devlint.analysis.project_calls)? This
-    file's own `obj.name(...)` calls are another object's method (`model.train()` beside `def train`)."""
+    """Does the project call `name` only where this file does? A call in another file counts unless it
+    provably calls another function (devlint.analysis.project_callers: the file's own `def` of the name,
+    or one it imports from another module that defines it). This file's own `obj.name(...)` calls are
+    another object's method (`model.train()` beside `def train`)."""
     from devlint.analysis.flags import flags_of
+    from devlint.analysis.project_callers import reaching_calls
 
     flags = flags_of(ctx)
     uses = flags.project_uses(name, flags.module_stem)
+    if uses is None or uses.referenced or uses.stored:
+        return False
     own = sum(1 for call in ctx.nodes(cst.Call) if isinstance(call.func, (cst.Name, cst.Attribute))
               and (call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value) == name)
-    return uses is not None and not uses.referenced and not uses.stored and len(uses.calls) == own
+    return reaching_calls(name, ctx.source, ctx.project, flags.module_stem) == own
