@@ -74,6 +74,7 @@ import libcst as cst
 from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
 from devlint.analysis.cuda_required import requires_cuda
 from devlint.analysis.guarded_callers import every_call_guarded
+from devlint.analysis.helper_conditions import call_condition
 from devlint.analysis.flags import flags_of
 from devlint.analysis.guard_signs import (
     _EXIT_CALLS,
@@ -139,6 +140,9 @@ class CudaGuards(TestingGuards, Implications):
                     FALSE_ONLY if prefix == "cpu" else NOTHING)
             if name == "isinstance" and len(expr.args) == 2:
                 return TRUE_ONLY if _is_cuda_type(expr.args[1].value) else NOTHING
+            answered = call_condition(self.ctx, expr, self)  # (`dist.is_initialized()`, a helper's returns)
+            if answered != NOTHING:
+                return answered
             if name.rsplit(".", 1)[-1] in _NOT_TESTS or not _is_test_call(expr.func):
                 # `x.cuda()` moves a tensor, `move_to_cuda(s)` and `t.cuda().fill_(0)` make values:
                 # only a call that asks a question (`is_available()`, `device_count()`) tests CUDA
