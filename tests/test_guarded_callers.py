@@ -247,3 +247,43 @@ def test_a_call_that_may_reach_the_function_keeps_the_finding(tmp_path, caller):
     (project / "other.py").write_text("def step(x):\n    return x\n")
     (project / "tool.py").write_text(caller)
     assert cached_and_fresh(project, "helpers.py", "--select", "DL001")[1] == [("helpers.py", "DL001")]
+
+
+GUARDED_CALLER = '''import sys
+import torch
+from helpers import step
+
+if not torch.cuda.is_available():
+    sys.exit("needs a GPU")
+step(torch.ones(1))
+'''
+
+
+def test_a_caller_in_another_file_guarded_there_passes_and_the_cache_sees_the_guard_go(tmp_path):
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "helpers.py").write_text(HELPERS)
+    (project / "tool.py").write_text(GUARDED_CALLER)
+    args = ("helpers.py", "--select", "DL001")
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == []
+    (project / "tool.py").write_text(GUARDED_CALLER.replace('if not torch.cuda.is_available():\n    sys.exit("needs a GPU")\n', ""))
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == [("helpers.py", "DL001")]
+
+
+@pytest.mark.parametrize("callers", [
+    # the other file's call is guarded by its callers, one of them in a third file: not followed (cost)
+    {"tool.py": GUARDED_CALLER.replace("\n\nif not", "\n\ndef run(x):\n    return step(x)\n\nif not").replace(
+        "step(torch.ones(1))", "run(torch.ones(1))"),
+     "cli.py": GUARDED_CALLER.replace("from helpers import step", "from tool import run").replace("step(", "run(")},
+    # more files than are read
+    {f"tool{i}.py": GUARDED_CALLER for i in range(5)},
+])
+def test_callers_elsewhere_that_devlint_does_not_follow_keep_the_finding(tmp_path, callers):
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "helpers.py").write_text(HELPERS)
+    for name, text in callers.items():
+        (project / name).write_text(text)
+    assert cached_and_fresh(project, "helpers.py", "--select", "DL001")[1] == [("helpers.py", "DL001")]

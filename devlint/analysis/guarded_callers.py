@@ -19,11 +19,12 @@ not start with `test`) that the file binds once, whose every occurrence in the f
 direct call `name(...)`, with at least one: a function handed elsewhere (a callback, `map(fn, ...)`,
 `fn = name`) may be called from anywhere (a top-level `def` that re-defines a name imported above it
 binds it for every later call: devlint.analysis.direct_calls). A function of the module's top level may
-be called from another file: there, no call of its name (`name(...)` or `anything.name(...)`) may exist
-in any other file of the project, nor any reference, by devlint.analysis.project_calls, except a bare
-`name(...)` in a file whose every binding of the name is provably another function (its own `def`, or
-an import from another module that defines one: devlint.analysis.project_callers). Every file read is
-recorded for the result cache (a new caller in another file is a change). A function nested in another is called only
+be called from another file: no other file may reference its name other than by calling it
+(devlint.analysis.project_calls), and each call of its name there (`name(...)` or `anything.name(...)`)
+must be guarded in that file (devlint.analysis.guarded_elsewhere, for up to four files), unless it is
+a bare `name(...)` in a file whose every binding of the name is provably another function (its own
+`def`, or an import from another module that defines one: devlint.analysis.project_callers). Every
+file read is recorded for the result cache (a new caller in another file is a change). A function nested in another is called only
 from there. A call inside the function itself (recursion) proves nothing.
 """
 
@@ -62,7 +63,7 @@ def _every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: I
     if not calls or not all(is_guarded(call) for call in calls):
         return False
     nested = ctx.enclosing(function, (cst.FunctionDef,)) is not None
-    return nested or _no_caller_elsewhere(ctx, name)
+    return nested or _guarded_elsewhere(ctx, name)
 
 
 def _transparent(ctx: FileFacts, decorator: cst.BaseExpression) -> bool:
@@ -71,12 +72,14 @@ def _transparent(ctx: FileFacts, decorator: cst.BaseExpression) -> bool:
     return bool(ctx.qualified_names(target) & TRANSPARENT)
 
 
-def _no_caller_elsewhere(ctx: FileFacts, name: str) -> bool:
-    """Does the project call `name` only where this file does? A call in another file counts unless it
-    provably calls another function (devlint.analysis.project_callers: the file's own `def` of the name,
-    or one it imports from another module that defines it). This file's own `obj.name(...)` calls are
+def _guarded_elsewhere(ctx: FileFacts, name: str) -> bool:
+    """Is every call of `name` in another file of the project guarded there? A call there counts unless
+    it provably calls another function (devlint.analysis.project_callers: the file's own `def` of the
+    name, or one it imports from another module that defines it); a few files whose every call of the
+    name is guarded pass (devlint.analysis.guarded_elsewhere). This file's own `obj.name(...)` calls are
     another object's method (`model.train()` beside `def train`)."""
     from devlint.analysis.flags import flags_of
+    from devlint.analysis.guarded_elsewhere import guarded_in
     from devlint.analysis.project_callers import reaching_calls
 
     flags = flags_of(ctx)
@@ -85,4 +88,7 @@ def _no_caller_elsewhere(ctx: FileFacts, name: str) -> bool:
         return False
     own = sum(1 for call in ctx.nodes(cst.Call) if isinstance(call.func, (cst.Name, cst.Attribute))
               and (call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value) == name)
-    return reaching_calls(name, ctx.source, ctx.project, flags.module_stem) == own
+    calls = reaching_calls(name, ctx.source, ctx.project, flags.module_stem)
+    if calls is None or calls.pop(None) != own:
+        return False
+    return not calls or guarded_in(ctx.project, calls, name)

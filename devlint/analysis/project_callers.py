@@ -31,14 +31,15 @@ from devlint import depends
 from devlint.analysis.project_calls import _DYNAMIC_WORDS, _memo_summary, _project_files, _summaries, _words
 
 
-def reaching_calls(name: str, own_code: str, view, module: str) -> int | None:
+def reaching_calls(name: str, own_code: str, view, module: str) -> dict | None:
     """The calls of `name` in the project that may call the top-level function `name` of the checked
-    module (file stem `module`), or None when that cannot be known."""
+    module (file stem `module`), by file (None for the checked file; files without one left out), or
+    None when that cannot be known."""
     index = view.index if view is not None else None
     own = _memo_summary(index, "own:" + depends.digest(own_code.encode("utf-8", "surrogatepass")), own_code)
     if own is None:
         return None
-    total = len(own.uses(name, module).calls)
+    total = {None: len(own.uses(name, module).calls)}
     if view is None:
         return total
     files = _project_files(view)
@@ -65,7 +66,8 @@ def reaching_calls(name: str, own_code: str, view, module: str) -> int | None:
         calls = len(summary.uses(name, module).calls)
         if calls and _bare_calls_foreign(summary, name, module, summaries):
             calls -= summary.bare_calls.get(name, 0)
-        total += calls
+        if calls:
+            total[path] = calls
     return total
 
 
