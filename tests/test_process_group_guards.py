@@ -92,7 +92,8 @@ def test_a_group_that_may_exist_without_cuda_guards_nothing(name):
 
 @pytest.mark.parametrize("helper, guarded", [
     ("return torch.cuda.is_available()", True),
-    ("if not torch.cuda.is_available():\n        return None\n    return 'cuda'", True),
+    ("if not torch.cuda.is_available():\n        return None\n    return True", True),
+    ("if not torch.cuda.is_available():\n        return None\n    return 'cuda'", False),
     ("return True", False),
     ("return torch.cuda.is_available() or args.force", False),
 ])
@@ -121,3 +122,20 @@ def test_the_init_of_another_file_counts_and_the_cache_sees_it_change(tmp_path):
     (project / "launch.py").write_text('import torch.distributed as dist\ndist.init_process_group(backend="gloo")\n')
     cached, fresh = cached_and_fresh(project, *args)
     assert fresh == cached == [("utils.py", "DL004")]
+
+
+def test_a_helper_that_returns_a_number_is_no_question():
+    # 0 without a group, the rank with one: `get_rank() == 0` holds on a CPU run
+    source = program(extra='''
+def get_rank():
+    if not is_dist_avail_and_initialized():
+        return 0
+    return dist.get_rank()
+
+def save(x):
+    if get_rank() == 0:
+        x = x.cuda()
+    return x
+''')
+    line = textwrap.dedent(source).splitlines().index("        x = x.cuda()") + 1
+    assert line in flagged(source, "DL001")

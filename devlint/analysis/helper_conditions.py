@@ -6,9 +6,12 @@ devlint.analysis.guards reads a call as a CUDA test by its name (`torch.cuda.is_
 - `torch.distributed.is_initialized()`, where every process group the project starts is an NCCL one
   (devlint.analysis.process_group): the group exists only with a GPU;
 - a call `name()` of a plain `def` of this file (at its top level, bound by nothing else, no decorator,
-  not `async`, no `yield`) whose every `return` gives a falsy literal (`False`, `None`, `0`, `""`, or
-  nothing), a value whose truth means CUDA, or any value where CUDA is certain (after
-  `if not dist.is_initialized(): return False`): a true result then means CUDA.
+  not `async`, no `yield`, no parameter passed) that answers a yes/no question: its every `return`
+  gives `False`, `None` or nothing, or a test (`True`, a `not`, a comparison, `and`/`or` of tests or
+  of `is_...()`/`has_...()` calls) whose truth means CUDA or that comes where CUDA is certain (after
+  `if not dist.is_initialized(): return False`): a true answer then means CUDA. A helper that
+  returns a number (`get_rank()`: 0 without a group, the rank with one) is no such question:
+  guards read `get_rank() == 0` as a device index.
 
     def is_dist_avail_and_initialized():
         if not dist.is_available():
@@ -24,6 +27,7 @@ import libcst as cst
 
 from devlint.analysis.cuda_required import _own_function, _yields
 from devlint.analysis.process_group import nccl_only
+from devlint.syntax import dotted_name
 
 NOTHING, TRUE_ONLY = (False, False), (True, False)
 INITIALISED = frozenset({"torch.distributed.is_initialized", "torch.distributed.distributed_c10d.is_initialized"})
@@ -50,7 +54,8 @@ def call_condition(ctx, call: cst.Call, guards) -> tuple[bool, bool]:
 def _true_only_with_cuda(function: cst.FunctionDef, guards) -> bool:
     returns = list(_returns(function.body))
     return bool(returns) and all(
-        r.value is None or _falsy(r.value) or guards.implies(r.value)[0] or guards.is_guarded(r) for r in returns)
+        r.value is None or _false(r.value) or _test(r.value) and (guards.implies(r.value)[0] or guards.is_guarded(r))
+        for r in returns)
 
 
 def _returns(node: cst.CSTNode):
@@ -61,11 +66,21 @@ def _returns(node: cst.CSTNode):
             yield from _returns(child)
 
 
-def _falsy(value: cst.BaseExpression) -> bool:
+def _false(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value in {"False", "None"}
+
+
+def _test(value: cst.BaseExpression) -> bool:
+    """Does `value` answer yes or no (not a number or an object whose truth means something else)?"""
     if isinstance(value, cst.Name):
-        return value.value in {"False", "None"}
-    if isinstance(value, cst.Integer):
-        return value.evaluated_value == 0
-    if isinstance(value, cst.SimpleString):
-        return value.evaluated_value in ("", b"")
+        return value.value in {"True", "False", "None"}
+    if isinstance(value, cst.UnaryOperation):
+        return isinstance(value.operator, cst.Not)
+    if isinstance(value, cst.Comparison):
+        return True
+    if isinstance(value, cst.BooleanOperation):
+        return _test(value.left) and _test(value.right)
+    if isinstance(value, cst.Call):
+        name = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
+        return name.startswith(("is_", "has_"))
     return False
