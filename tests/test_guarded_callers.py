@@ -287,3 +287,19 @@ def test_callers_elsewhere_that_devlint_does_not_follow_keep_the_finding(tmp_pat
     for name, text in callers.items():
         (project / name).write_text(text)
     assert cached_and_fresh(project, "helpers.py", "--select", "DL001")[1] == [("helpers.py", "DL001")]
+
+
+def test_the_cache_sees_a_change_in_what_guards_the_other_file(tmp_path):
+    # tool.py's call is guarded by a refusal helper of a third file: what that answer read counts too
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "helpers.py").write_text(HELPERS)
+    refusal = 'import sys\nimport torch\n\n\ndef need_gpu():\n    if not torch.cuda.is_available():\n        sys.exit(1)\n'
+    (project / "gpu.py").write_text(refusal)
+    (project / "tool.py").write_text("import torch\nimport gpu\nfrom helpers import step\n\ngpu.need_gpu()\nstep(torch.ones(1))\n")
+    args = ("helpers.py", "--select", "DL001")
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == []
+    (project / "gpu.py").write_text(refusal.replace("sys.exit(1)", "print('no GPU')"))
+    cached, fresh = cached_and_fresh(project, *args)
+    assert fresh == cached == [("helpers.py", "DL001")]

@@ -8,8 +8,8 @@ parsed and asked, with its own project view, whether every call of the name ther
 devlint.analysis.project_callers counted (a computed `getattr` call cannot be placed: no).
 
 Bounded, to stay cheap: at most MAX_FILES other files, and never from inside another file's analysis
-(a caller's caller in a third file is not followed: no). Each file's answer is kept per process by its
-content and the name, with everything the answer rested on (the files its own questions read), which
+(a caller's caller in a third file is not followed: no). Each file's answer is kept for the run (the
+project index's life) by its content and the name, with everything the answer rested on (the files its own questions read), which
 is added to the checked file's observations (devlint.depends): a cached result is checked again when
 the calling file, or anything its guards read, changes.
 """
@@ -21,7 +21,6 @@ import libcst as cst
 from devlint import depends
 
 MAX_FILES = 4
-_BY_DIGEST: dict[tuple[str, str, str], tuple[bool, dict, dict]] = {}
 _ACTIVE: list[str] = []
 
 
@@ -38,14 +37,16 @@ def _file_guarded(view, path: str, count: int, name: str) -> bool:
         return False
     observed = depends.digest(data)
     view.observed[f"{depends.READ}:{path}"] = observed
-    key = (path, observed, name)
-    if key not in _BY_DIGEST:
+    # kept for the index's life (one run): the answer rests on other files too, read once per run
+    memo = view.index.__dict__.setdefault("_guarded_elsewhere", {})
+    key = (path, observed, name, count)
+    if key not in memo:
         _ACTIVE.append(path)
         try:
-            _BY_DIGEST[key] = _analyse(view, path, data, count, name)
+            memo[key] = _analyse(view, path, data, count, name)
         finally:
             _ACTIVE.pop()
-    guarded, observations, used = _BY_DIGEST[key]
+    guarded, observations, used = memo[key]
     view.observed.update(observations)
     view.used.update(used)
     return guarded
