@@ -43,17 +43,17 @@ TRANSPARENT = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_
                          "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
 
 
-def every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: IsGuarded) -> bool:
+def every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: IsGuarded, guards_of) -> bool:
     """Is every call of `function` guarded (and is there one)? `is_guarded` is devlint.analysis.guards'
-    own question, passed in (guards asks this module)."""
+    own question, and `guards_of` its guards of any file, passed in (guards asks this module)."""
     memo = ctx.memo.setdefault("guarded_callers", {})
     if function not in memo:
         memo[function] = False  # (a cycle of callers proves nothing)
-        memo[function] = _every_call_guarded(ctx, function, is_guarded)
+        memo[function] = _every_call_guarded(ctx, function, is_guarded, guards_of)
     return memo[function]
 
 
-def _every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: IsGuarded) -> bool:
+def _every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: IsGuarded, guards_of) -> bool:
     if function.asynchronous or not all(_transparent(ctx, d.decorator) for d in function.decorators):
         return False
     name = function.name.value
@@ -63,7 +63,7 @@ def _every_call_guarded(ctx: FileFacts, function: cst.FunctionDef, is_guarded: I
     if not calls or not all(is_guarded(call) for call in calls):
         return False
     nested = ctx.enclosing(function, (cst.FunctionDef,)) is not None
-    return nested or _guarded_elsewhere(ctx, name)
+    return nested or _guarded_elsewhere(ctx, name, guards_of)
 
 
 def _transparent(ctx: FileFacts, decorator: cst.BaseExpression) -> bool:
@@ -72,7 +72,7 @@ def _transparent(ctx: FileFacts, decorator: cst.BaseExpression) -> bool:
     return bool(ctx.qualified_names(target) & TRANSPARENT)
 
 
-def _guarded_elsewhere(ctx: FileFacts, name: str) -> bool:
+def _guarded_elsewhere(ctx: FileFacts, name: str, guards_of) -> bool:
     """Is every call of `name` in another file of the project guarded there? A call there counts unless
     it provably calls another function (devlint.analysis.project_callers: the file's own `def` of the
     name, or one it imports from another module that defines it); a few files whose every call of the
@@ -91,4 +91,4 @@ def _guarded_elsewhere(ctx: FileFacts, name: str) -> bool:
     calls = reaching_calls(name, ctx.source, ctx.project, flags.module_stem)
     if calls is None or calls.pop(None) != own:
         return False
-    return not calls or guarded_in(ctx.project, calls, name)
+    return not calls or guarded_in(ctx.project, calls, name, guards_of)

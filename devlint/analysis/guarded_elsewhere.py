@@ -9,9 +9,9 @@ devlint.analysis.project_callers counted (a computed `getattr` call cannot be pl
 
 Bounded, to stay cheap: at most MAX_FILES other files, and never from inside another file's analysis
 (a caller's caller in a third file is not followed: no). Each file's answer is kept for the run (the
-project index's life) by its content and the name, with everything the answer rested on (the files its own questions read), which
-is added to the checked file's observations (devlint.depends): a cached result is checked again when
-the calling file, or anything its guards read, changes.
+project index's life) by its content and the name, with everything the answer rested on (the files
+its own questions read), which is added to the checked file's observations (devlint.depends): a
+cached result is checked again when the calling file, or anything its guards read, changes.
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ MAX_FILES = 4
 _ACTIVE: list[str] = []
 
 
-def guarded_in(view, calls: dict[str, int], name: str) -> bool:
-    """`calls`: path -> how many calls of `name` that file makes (devlint.analysis.project_callers)."""
+def guarded_in(view, calls: dict[str, int], name: str, guards_of) -> bool:
+    """`calls`: path -> how many calls of `name` that file makes (devlint.analysis.project_callers);
+    `guards_of`: devlint.analysis.guards.guards_of, passed in (guards asks this module, indirectly)."""
     if view is None or _ACTIVE or len(calls) > MAX_FILES:
         return False
-    return all(_file_guarded(view, path, count, name) for path, count in calls.items())
+    return all(_file_guarded(view, path, count, name, guards_of) for path, count in calls.items())
 
 
-def _file_guarded(view, path: str, count: int, name: str) -> bool:
+def _file_guarded(view, path: str, count: int, name: str, guards_of) -> bool:
     data, _ = depends.read_regular(path)
     if data is None:
         return False
@@ -43,7 +44,7 @@ def _file_guarded(view, path: str, count: int, name: str) -> bool:
     if key not in memo:
         _ACTIVE.append(path)
         try:
-            memo[key] = _analyse(view, path, data, count, name)
+            memo[key] = _analyse(view, path, data, count, name, guards_of)
         finally:
             _ACTIVE.pop()
     guarded, observations, used = memo[key]
@@ -52,8 +53,7 @@ def _file_guarded(view, path: str, count: int, name: str) -> bool:
     return guarded
 
 
-def _analyse(view, path: str, data: bytes, count: int, name: str) -> tuple[bool, dict, dict]:
-    from devlint.analysis.guards import guards_of
+def _analyse(view, path: str, data: bytes, count: int, name: str, guards_of) -> tuple[bool, dict, dict]:
     from devlint.analysis.project import ProjectView
     from devlint.facts import FileFacts
 

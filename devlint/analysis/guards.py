@@ -293,7 +293,8 @@ class CudaGuards(TestingGuards, Implications):
                 return True
             if any(self._decorator_guards(d.decorator) for d in parent.decorators):
                 return True
-            return isinstance(parent, cst.FunctionDef) and every_call_guarded(self.ctx, parent, self.is_guarded)
+            return isinstance(parent, cst.FunctionDef) and every_call_guarded(
+                self.ctx, parent, self.is_guarded, guards_of)
         if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and child.keyword is None:
             return self._param_with_guarding_marks(parent)
         return False
