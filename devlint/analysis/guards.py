@@ -19,6 +19,9 @@ A *CUDA condition* is an expression whose truth says something about CUDA:
 * a user's explicit switch, recognised by its name: `args.cuda`, `use_gpu`, `opt.gpu_ids`, `TEST_CUDA`,
   `args.gpu is not None`, `args.ngpu > 0`, `cuda_device >= 0`; `no_cuda`/`cpu`-style names count
   inverted;
+* `torch.distributed.is_initialized()` where every process group the project starts is NCCL
+  (devlint.analysis.process_group), and a call of a yes/no helper of the file whose every true answer
+  comes with CUDA (`is_dist_avail_and_initialized()`: devlint.analysis.helper_conditions);
 * a name assigned from such a test anywhere in the file (`ok = torch.cuda.is_available()`); a name
   assigned a value computed with CUDA (`lab = torch.ones(1).cuda().fill_(v)`) is no test, but a name
   that only ever holds None or a CUDA-only object (`self.stream = torch.cuda.Stream()`, `y = x.cuda()`;
