@@ -19,6 +19,9 @@ A *CUDA condition* is an expression whose truth says something about CUDA:
 * a user's explicit switch, recognised by its name: `args.cuda`, `use_gpu`, `opt.gpu_ids`, `TEST_CUDA`,
   `args.gpu is not None`, `args.ngpu > 0`, `cuda_device >= 0`; `no_cuda`/`cpu`-style names count
   inverted;
+* `torch.distributed.is_initialized()` where every process group the project starts is NCCL
+  (devlint.analysis.process_group), and a call of a yes/no helper of the file whose every true answer
+  comes with CUDA (`is_dist_avail_and_initialized()`: devlint.analysis.helper_conditions);
 * a name assigned from such a test anywhere in the file (`ok = torch.cuda.is_available()`); a name
   assigned a value computed with CUDA (`lab = torch.ones(1).cuda().fill_(v)`) is no test, but a name
   that only ever holds None or a CUDA-only object (`self.stream = torch.cuda.Stream()`, `y = x.cuda()`;
@@ -74,6 +77,7 @@ import libcst as cst
 from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
 from devlint.analysis.cuda_required import requires_cuda
 from devlint.analysis.guarded_callers import every_call_guarded
+from devlint.analysis.helper_conditions import call_condition
 from devlint.analysis.flags import flags_of
 from devlint.analysis.guard_signs import (
     _EXIT_CALLS,
@@ -139,6 +143,9 @@ class CudaGuards(TestingGuards, Implications):
                     FALSE_ONLY if prefix == "cpu" else NOTHING)
             if name == "isinstance" and len(expr.args) == 2:
                 return TRUE_ONLY if _is_cuda_type(expr.args[1].value) else NOTHING
+            answered = call_condition(self.ctx, expr, self)  # (`dist.is_initialized()`, a helper's returns)
+            if answered != NOTHING:
+                return answered
             if name.rsplit(".", 1)[-1] in _NOT_TESTS or not _is_test_call(expr.func):
                 # `x.cuda()` moves a tensor, `move_to_cuda(s)` and `t.cuda().fill_(0)` make values:
                 # only a call that asks a question (`is_available()`, `device_count()`) tests CUDA
@@ -289,7 +296,8 @@ class CudaGuards(TestingGuards, Implications):
                 return True
             if any(self._decorator_guards(d.decorator) for d in parent.decorators):
                 return True
-            return isinstance(parent, cst.FunctionDef) and every_call_guarded(self.ctx, parent, self.is_guarded)
+            return isinstance(parent, cst.FunctionDef) and every_call_guarded(
+                self.ctx, parent, self.is_guarded, guards_of)
         if isinstance(parent, cst.Call) and isinstance(child, cst.Arg) and child.keyword is None:
             return self._param_with_guarding_marks(parent)
         return False

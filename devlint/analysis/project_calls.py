@@ -67,6 +67,13 @@ class FileUses:
     modules: frozenset
     # (root, Call) of each computed `getattr(m, name)(...)` called where it is looked up
     dynamic_calls: tuple = ()
+    # for devlint.analysis.project_callers: callee name -> how many calls are a bare `name(...)`;
+    # name -> how the file binds it anywhere ("def" for a `def`/`class`, "from:<module>" for `from
+    # <module> import name`, "other" for anything else); whether a star import or `globals()`-style call
+    # may bind any name
+    bare_calls: dict = None
+    binders: dict = None
+    opaque: bool = False
 
     def uses(self, name: str, module: str | None) -> Uses:
         """`module`: the stem of the module defining `name` at its top level (a function, a constant),
@@ -223,8 +230,61 @@ def _summarise(source: str | bytes) -> FileUses | None:
                     referenced.add(node.attr)
             elif not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
                 stored.add(node.attr)
+    bare_calls: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            bare_calls[node.func.id] = bare_calls.get(node.func.id, 0) + 1
     return FileUses({k: tuple(v) for k, v in calls.items()}, frozenset(referenced), frozenset(stored),
-                    frozenset(dynamic_get), frozenset(dynamic_set), frozenset(modules), tuple(dynamic_calls))
+                    frozenset(dynamic_get), frozenset(dynamic_set), frozenset(modules), tuple(dynamic_calls),
+                    bare_calls, *_binders(nodes, modules))
+
+
+# calls that may bind any name of the file: `globals()[k] = f`, `exec(code)`; `vars()` without an
+# argument, or of a module (`vars(sys.modules[__name__])`): `vars(args)` of a namespace binds nothing
+_OPAQUE_CALLS = frozenset({"globals", "exec", "eval", "locals"})
+
+
+def _binders(nodes, modules: set) -> tuple[dict, bool]:
+    """How the file binds each name, in any scope (see FileUses), and whether it may bind any name unseen."""
+    found: dict[str, set] = {}
+    opaque = False
+
+    def add(name: str, how: str) -> None:
+        found.setdefault(name, set()).add(how)
+
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(node.name, "def")
+        elif isinstance(node, ast.ImportFrom):
+            source = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    opaque = True
+                elif alias.asname in (None, alias.name):
+                    add(alias.name, f"from:{source}")
+                else:
+                    add(alias.asname, "other")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.asname or alias.name.split(".")[0], "other")
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            add(node.id, "other")
+        elif isinstance(node, ast.arg):
+            add(node.arg, "other")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                add(name, "other")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            add(node.name, "other")
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            add(node.name, "other")
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            add(node.rest, "other")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+                node.func.id in _OPAQUE_CALLS or node.func.id == "vars" and (
+                    not node.args or _root(node.args[0]) in modules | {"*"})):
+            opaque = True
+    return {k: frozenset(v) for k, v in found.items()}, opaque
 
 
 def _call(node: ast.Call) -> Call:

@@ -98,8 +98,10 @@ class CudaCall(Rule):
       function of the project that refuses to run without CUDA and cannot return without it
       (`setup_gpu()` whose body is `if not torch.cuda.is_available(): sys.exit("needs a GPU")`; the
       helper may end with `torch.cuda.set_device(rank)` on its other paths), the body of a plain function
-      that the file calls only from such guarded code and no other file calls (`def train(...)`, called
-      after `setup_gpu()`), a function decorated with
+      whose every call is such guarded code, in the file and in up to four other files of the project
+      (`def train(...)`, called after `setup_gpu()`; a same-named function of another file is another
+      function), code after `if not dist.is_initialized(): return` (or a yes/no helper of the file
+      that asks it) in a project whose every `init_process_group` is `backend="nccl"`, a function decorated with
       `@unittest.skipIf(not torch.cuda.is_available(), ...)`, `@requires_cuda` or a marker naming the GPU
       (`@pytest.mark.run_only_on('GPU')`), a module with
       `pytestmark = pytest.mark.skipif(...)`, and `if torch.__version__ == 'parrots':` in a test
@@ -141,6 +143,8 @@ class CudaCall(Rule):
         "args.cuda and x.cuda()\n",
         "import torch\nif not torch.cuda.is_available():\n    pass\nelse:\n    x.cuda()\n",
         "import torch\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n",
+        'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n'
+        "def reduce(t):\n    if not dist.is_initialized(): return t\n    return t.cuda()\n",
         "import torch, unittest\nclass T(unittest.TestCase):\n"
         "    @unittest.skipIf(not torch.cuda.is_available(), 'no cuda')\n"
         "    def test(self):\n        x.cuda()\n",
