@@ -27,6 +27,8 @@ from functools import cached_property
 
 import libcst as cst
 
+from devlint.analysis.bulk_attributes import writes_in_bulk_cst
+
 from devlint.facts import FileFacts, target_names
 from devlint.analysis.vocabulary import MODULE, MODULE_METHODS, is_module_base, torch_call_kind
 from devlint.syntax import string_value
@@ -159,6 +161,8 @@ class ModuleClasses:
                 key = call.args[1] if name == "setattr" and len(call.args) > 1 else call.args[0]
                 literal = string_value(key.value)
                 found.add(literal if literal is not None else ANY)
+        if writes_in_bulk_cst(lambda kind: inside(self.ctx, cls, kind), self.ctx.parent):  # `self.__dict__.update(...)`
+            found.add(ANY)
         return frozenset(found)
 
     # -- instances -------------------------------------------------------------------------------------

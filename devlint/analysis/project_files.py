@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from devlint.analysis.bulk_attributes import writes_in_bulk_ast
 from devlint.analysis.class_moves import class_moves
 from devlint.depends import digest
 
@@ -177,6 +178,8 @@ def class_members(cls) -> frozenset:
             if name in ("setattr", "register_buffer", "register_parameter", "add_module", "register_module"):
                 literal = isinstance(key, ast.Constant) and isinstance(key.value, str)
                 found.add(key.value if literal else "*")
+    if writes_in_bulk_ast(cls):  # `self.__dict__.update(locals())` may bind any name
+        found.add("*")
     return frozenset(found)
 
 

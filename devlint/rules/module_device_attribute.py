@@ -77,7 +77,8 @@ class ModuleDeviceAttribute(Rule):
       `class Net(nn.Module, SomeMixin)`, a metaclass, and `nn.parallel.DistributedDataParallel`, which
       sets `self.device`.
     - Classes that define `device` anywhere in the chain, or may define any attribute (`__getattr__`,
-      `setattr(self, name, value)` with a computed name), and `self.device` in a class that a class of the
+      `setattr(self, name, value)` with a computed name, a write through `self.__dict__` or `vars(self)`
+      such as `self.__dict__.update(locals())`), and `self.device` in a class that a class of the
       file extends with a `device`, or in an abstract base (named `BaseEncoder`, with an `@abstractmethod`
       or a `raise NotImplementedError`) whose subclasses in other files may define it.
     - A read guarded by `hasattr(m, 'device')` or inside `try: ... except AttributeError:`.
@@ -110,6 +111,10 @@ class ModuleDeviceAttribute(Rule):
         "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, **kw):\n        super().__init__()\n"
         "        for name, value in kw.items():\n            setattr(self, name, value)\n"
         "    def f(self):\n        return self.device\n",
+        "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, device='cpu'):\n        super().__init__()\n"
+        "        self.__dict__.update(locals())\nprint(Net().device)\n",
+        "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, **kw):\n        super().__init__()\n"
+        "        vars(self).update(kw)\nprint(Net(device='cpu').device)\n",
         "from lightning import LightningModule\nclass Net(LightningModule):\n    def f(self):\n        return self.device\n",
         "import torch.nn as nn\nfrom mixins import SomeMixin\nclass Net(nn.Module, SomeMixin):\n    def f(self):\n"
         "        return self.device\n",
