@@ -54,6 +54,8 @@ NOT_FLAGGED = {
     "a helper answering step by step": program(helper=STEPWISE),
     "the backend given by position": program(init='dist.init_process_group("nccl", init_method="env://")'),
     "the backend as a constant": program(init="dist.init_process_group(backend=dist.Backend.NCCL)"),
+    "the backend set right above": program(init='args.dist_backend = "nccl"\n    print("init")\n'
+                                           "    dist.init_process_group(backend=args.dist_backend)"),
     "asked directly": '''
 import torch
 import torch.distributed as dist
@@ -67,6 +69,9 @@ STILL_FLAGGED = {
     "a gloo group": program(init='dist.init_process_group(backend="gloo")'),
     "the default backend": program(init="dist.init_process_group()"),
     "a backend chosen at run time": program(init="dist.init_process_group(backend=args.backend)"),
+    "a backend set above a branch": program(init='args.b = "nccl"\n    if args.cpu:\n        args.b = "gloo"\n'
+                                            "    dist.init_process_group(backend=args.b)"),
+    "a backend set to gloo right above": program(init='args.b = "gloo"\n    dist.init_process_group(backend=args.b)'),
     "a group for each device type": program(init='dist.init_process_group(backend="cpu:gloo,cuda:nccl")'),
     "arguments unpacked": program(init='dist.init_process_group(**{"backend": "gloo"})'),
     "one NCCL init and one gloo": program(init='dist.init_process_group("nccl")\n    dist.init_process_group("gloo")'),

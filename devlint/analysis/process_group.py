@@ -14,8 +14,9 @@ allocate on the GPU once a process group exists:
 The NCCL backend refuses to start without a GPU ("ProcessGroupNCCL is only supported with GPUs"), so
 `torch.distributed.is_initialized()` is a CUDA condition (devlint.analysis.guards) when the project's
 every `init_process_group(...)` call passes the literal backend `"nccl"` (`backend="nccl"`, a first
-positional `"nccl"`, `dist.Backend.NCCL`), and there is at least one. The default backend, a variable
-(`backend=args.dist_backend`), `"gloo"` or `"cpu:gloo,cuda:nccl"`, `**kwargs`, and any other use of
+positional `"nccl"`, `dist.Backend.NCCL`, or a name or attribute the simple statements right above the
+call set to one: `args.dist_backend = "nccl"`), and there is at least one. The default backend, another
+variable (`backend=args.dist_backend`), `"gloo"` or `"cpu:gloo,cuda:nccl"`, `**kwargs`, and any other use of
 `init_process_group` (`fn = dist.init_process_group`, `getattr(dist, "init_process_group")`) answer no,
 as does a project that names a framework or call that may start a group itself (`init_device_mesh`,
 `init_rpc`, DeepSpeed, Lightning, Accelerate, Horovod, Ray, the Hugging Face `Trainer`, ...: the words
@@ -107,7 +108,7 @@ def _inits(source) -> list[bool] | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _name(node.func) == INIT:
             callees.add(id(node.func))
-            calls.append(_starts_nccl(node))
+            calls.append(_starts_nccl(node, _set_before(tree, node)))
     for node in ast.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)) and _name(node) == INIT and id(node) not in callees:
             return None  # (handed on, or re-bound: called where devlint cannot see)
@@ -118,13 +119,36 @@ def _inits(source) -> list[bool] | None:
     return calls
 
 
-def _starts_nccl(call: ast.Call) -> bool:
+def _starts_nccl(call: ast.Call, set_before: dict) -> bool:
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return False
     backend = next((k.value for k in call.keywords if k.arg == "backend"), call.args[0] if call.args else None)
+    if isinstance(backend, (ast.Name, ast.Attribute)):
+        backend = set_before.get(ast.unparse(backend), backend)  # (`args.dist_backend = "nccl"` just above)
     if isinstance(backend, ast.Constant):
         return isinstance(backend.value, str) and backend.value.strip().lower() == "nccl"
     return isinstance(backend, ast.Attribute) and backend.attr == "NCCL" and _name(backend.value) == "Backend"
+
+
+def _set_before(tree, call: ast.Call) -> dict:
+    """The values the simple statements right above the call's statement, in its block, last gave to a name
+    or an attribute (`args.dist_backend = "nccl"`), keyed by its text; a compound statement between
+    them (which may or may not run) ends the search."""
+    for block in (b for n in ast.walk(tree) for b in (getattr(n, f, None) for f in ("body", "orelse", "finalbody"))
+                  if isinstance(b, list)):
+        index = next((i for i, stmt in enumerate(block) if any(n is call for n in ast.walk(stmt))), None)
+        if index is None or not isinstance(block[index], (ast.Expr, ast.Assign)):
+            continue
+        found: dict = {}
+        for stmt in reversed(block[:index]):
+            if not isinstance(stmt, (ast.Assign, ast.Expr, ast.AnnAssign, ast.AugAssign)):
+                break
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+            for target in targets:
+                if isinstance(target, (ast.Name, ast.Attribute)):
+                    found.setdefault(ast.unparse(target), stmt.value if isinstance(stmt, ast.Assign) else None)
+        return {k: v for k, v in found.items() if v is not None}
+    return {}
 
 
 def _name(node) -> str | None:
