@@ -46,7 +46,7 @@ def references(ctx, function: cst.FunctionDef) -> list[cst.Name] | None:
     shadowed = name in ctx.imported_names
     if shadowed and not _shadows_imports(ctx, function, name):
         return None
-    start = ctx.positions[function].start.line
+    start = ctx.positions[function].start.line if shadowed else 0  # (positions cost a walk of the file)
     found = []
     for node in ctx.nodes(cst.Name):
         if node.value != name or node is function.name:
