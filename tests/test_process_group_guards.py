@@ -144,3 +144,54 @@ def save(x):
 ''')
     line = textwrap.dedent(source).splitlines().index("        x = x.cuda()") + 1
     assert line in flagged(source, "DL001")
+
+
+def world_size_program(helper: str = "if not dist.is_initialized():\n        return 1\n    return dist.get_world_size()",
+                       use: str = "world_size = get_world_size()\n    if world_size == 1:\n        return data",
+                       init: str = 'dist.init_process_group(backend="nccl")') -> str:
+    return f'''
+import os
+import torch
+import torch.distributed as dist
+
+def init_distributed_mode(args):
+    {init}
+
+def get_world_size():
+    {helper}
+
+def all_gather(data):
+    {use}
+    return torch.zeros(1, device="cuda")
+'''
+
+
+@pytest.mark.parametrize("use", [
+    "world_size = get_world_size()\n    if world_size == 1:\n        return data",
+    "if get_world_size() < 2:\n        return data",
+    "if not get_world_size() > 1:\n        return data",
+])
+def test_code_after_a_world_size_of_one_is_left_runs_only_in_the_group(use):
+    assert flagged(world_size_program(use=use), "DL004") == []
+
+
+@pytest.mark.parametrize("change", [
+    # the helper may give another number without a group
+    {"helper": 'if not dist.is_initialized():\n        return int(os.environ.get("WORLD_SIZE", 1))\n'
+               "    return dist.get_world_size()"},
+    {"helper": 'if os.environ.get("SINGLE"):\n        return 2\n    if not dist.is_initialized():\n        return 1\n'
+               "    return dist.get_world_size()"},
+    {"helper": "if not dist.is_initialized():\n        return 1"},
+    # the code after runs without a group too
+    {"use": "if get_world_size() > 1:\n        return data"},
+    {"use": "if get_world_size() == 2:\n        return data"},
+    # a gloo group may exist without CUDA
+    {"init": 'dist.init_process_group(backend="gloo")'},
+])
+def test_a_world_size_test_that_may_pass_without_the_group_guards_nothing(change):
+    assert flagged(world_size_program(**change), "DL004") != []
+
+
+def test_a_module_level_world_size_may_be_set_elsewhere():
+    source = world_size_program(use="if WORLD_SIZE == 1:\n        return data") + "\nWORLD_SIZE = get_world_size()\n"
+    assert flagged(source, "DL004") != []

@@ -77,7 +77,7 @@ import libcst as cst
 from devlint.analysis.conditions import NOTHING, Implications, assigned_values, flip
 from devlint.analysis.cuda_required import requires_cuda
 from devlint.analysis.guarded_callers import every_call_guarded
-from devlint.analysis.helper_conditions import call_condition
+from devlint.analysis.helper_conditions import call_condition, comparison_condition
 from devlint.analysis.flags import flags_of
 from devlint.analysis.guard_signs import (
     _EXIT_CALLS,
@@ -195,6 +195,9 @@ class CudaGuards(TestingGuards, Implications):
         constant = self._constant(expr)
         if constant is not None:
             return constant
+        answered = comparison_condition(self.ctx, expr, self)  # (`get_world_size() == 1` in an NCCL-only project)
+        if answered != NOTHING:
+            return answered
         target = expr.comparisons[0]
         left, op, right = expr.left, target.operator, target.comparator
         positive = isinstance(op, (cst.Equal, cst.Is, cst.In))

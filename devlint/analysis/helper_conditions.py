@@ -19,9 +19,24 @@ devlint.analysis.guards reads a call as a CUDA test by its name (`torch.cuda.is_
         if not dist.is_initialized():
             return False
         return True
+
+A comparison with a literal of such a helper's number is one too, in an NCCL-only project: a helper
+whose every `return` gives one literal where CUDA is not certain (`get_world_size()`: `return 1` after
+`if not is_dist_avail_and_initialized()`, and `return dist.get_world_size()` after it, where the group,
+hence CUDA, is certain) has that value on a machine without CUDA, so the answer the comparison gives
+for it says nothing and the other answer means CUDA: after `if get_world_size() == 1: return`, or
+`world_size = get_world_size()` (the name's one binding, in a function: a module's name may be set by
+other files) then `if world_size < 2: return`, the code runs only with a group.
+
+    def get_world_size():
+        if not is_dist_avail_and_initialized():
+            return 1
+        return dist.get_world_size()
 """
 
 from __future__ import annotations
+
+import operator
 
 import libcst as cst
 
@@ -29,7 +44,9 @@ from devlint.analysis.cuda_required import _own_function, _yields
 from devlint.analysis.process_group import nccl_only
 from devlint.syntax import dotted_name
 
-NOTHING, TRUE_ONLY = (False, False), (True, False)
+NOTHING, TRUE_ONLY, FALSE_ONLY = (False, False), (True, False), (False, True)
+_OPERATORS = {cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+              cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge}
 INITIALISED = frozenset({"torch.distributed.is_initialized", "torch.distributed.distributed_c10d.is_initialized"})
 
 
@@ -84,3 +101,54 @@ def _test(value: cst.BaseExpression) -> bool:
         name = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
         return name.startswith(("is_", "has_"))
     return False
+
+
+def comparison_condition(ctx, comparison: cst.Comparison, guards) -> tuple[bool, bool]:
+    """(truth means CUDA, falsity means CUDA) for `helper() <op> literal` by the rule above."""
+    if len(comparison.comparisons) != 1:
+        return NOTHING
+    apply = _OPERATORS.get(type(comparison.comparisons[0].operator))
+    number = _integer(comparison.comparisons[0].comparator)
+    if apply is None or number is None:
+        return NOTHING
+    value = _value_without_cuda(ctx, _helper_call(ctx, comparison.left), guards)
+    if value is None or not nccl_only(ctx):
+        return NOTHING
+    return FALSE_ONLY if apply(value, number) else TRUE_ONLY
+
+
+def _helper_call(ctx, expr: cst.BaseExpression) -> cst.Call | None:
+    if isinstance(expr, cst.Name):
+        bindings = ctx.bindings(expr)
+        if len(bindings) != 1 or ctx.enclosing(bindings[0].node, (cst.FunctionDef,)) is None:
+            return None
+        expr = ctx.assigned_value(bindings[0].node)
+    return expr if isinstance(expr, cst.Call) else None
+
+
+def _value_without_cuda(ctx, call: cst.Call | None, guards) -> int | None:
+    """The one literal the helper `call` calls returns where CUDA is not certain, or None."""
+    if call is None or not isinstance(call.func, cst.Name) or call.func.value in ctx.imported_names or call.args:
+        return None
+    function = _own_function(ctx, call.func.value)
+    if function is None or function.decorators or function.asynchronous or _yields(function):
+        return None
+    body = function.body.body
+    last = body[-1].body[-1] if body and isinstance(body[-1], cst.SimpleStatementLine) else None
+    if not isinstance(last, cst.Return):
+        return None  # (it may end without a return: None)
+    memo = ctx.memo.setdefault("helper_values", {})
+    if function not in memo:
+        memo[function] = None  # (a helper that asks itself proves nothing)
+        values = {_integer(r.value) if r.value is not None else None for r in _returns(function.body)
+                  if not guards.is_guarded(r)}
+        memo[function] = values.pop() if len(values) == 1 and None not in values else None
+    return memo[function]
+
+
+def _integer(expr: cst.BaseExpression) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.value)
+    return None

@@ -93,7 +93,8 @@ class HardcodedDeviceString(Rule):
       `torch.device("cuda" if use_cuda else "cpu")`, `x.to("cuda" if args.cuda else "cpu")`.
     - Code under a CUDA condition (same guards as DL001): `if torch.cuda.is_available():`,
       `if device.type == "cuda":`, `device="cuda"` after `if not is_dist_avail_and_initialized(): return`
-      in a project whose every `init_process_group` is NCCL, a test skipped without CUDA, a test parameter
+      or `if get_world_size() == 1: return` (a helper that returns 1 without the group) in a project whose
+      every `init_process_group` is NCCL, a test skipped without CUDA, a test parameter
       `pytest.param(torch.device("cuda"), marks=pytest.mark.skipif(not torch.cuda.is_available(), ...))`.
     - Test parameters in a decorator: `@pytest.mark.parametrize("device", [torch.device("cpu"), torch.device("cuda")])`
       (whether the test skips the CUDA case is not visible).
@@ -154,6 +155,10 @@ class HardcodedDeviceString(Rule):
         'def is_dist_avail_and_initialized():\n    return dist.is_available() and dist.is_initialized()\n'
         'def total(n):\n    if not is_dist_avail_and_initialized():\n        return n\n'
         '    return torch.tensor([n], device="cuda")\n',
+        'import torch\nimport torch.distributed as dist\nargs.dist_backend = "nccl"\n'
+        'dist.init_process_group(backend=args.dist_backend)\ndef get_world_size():\n'
+        '    if not dist.is_initialized():\n        return 1\n    return dist.get_world_size()\n'
+        'def total(n):\n    if get_world_size() == 1:\n        return n\n    return torch.tensor([n], device="cuda")\n',
         'if device.type == "cuda":\n    x = x.to("cuda:0")\n',
         "import torch, pytest\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
         "def test():\n    x = torch.ones(2, device='cuda')\n",
