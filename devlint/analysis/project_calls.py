@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import ast
 import os
-import re
-import unicodedata
 import warnings
 from dataclasses import dataclass
 
 from devlint import depends, worker_share
+from devlint.analysis.file_words import FileWords
 from devlint.analysis.importers import MAX_FILES, _SKIPPED
 from devlint.analysis.project import _ROOT_MARKERS
 
@@ -100,7 +99,7 @@ def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | No
             view.observed[f"{depends.READ}:{path}"] = observed
             if words is None:
                 return None  # (unreadable or too large: it may call anything)
-            if name not in words and not words & _DYNAMIC_WORDS:
+            if not words.mentions(name) and not words.dynamic():
                 continue
             data, _ = depends.read_regular(path) if observed not in _summaries(index) else (None, None)
             if data is not None and depends.digest(data) != observed:
@@ -116,10 +115,7 @@ def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | No
     )
 
 
-_WORD = re.compile(r"[^\W\d]\w*")
-
-
-def _words(index, path: str) -> tuple[str, frozenset | None]:
+def _words(index, path: str) -> tuple[str, FileWords | None]:
     """(the digest of the file at `path`, or ABSENT; the identifiers it mentions, None when unreadable),
     kept per process while the file's size and time stay the same: a project-wide run reads each file
     once, not once per file that asks."""
@@ -135,10 +131,8 @@ def _words(index, path: str) -> tuple[str, frozenset | None]:
     data, _ = depends.read_regular(path)
     if data is None:
         return depends.ABSENT, None
-    # Python reads identifiers in NFKC form (`ｏｎｅ_ｈｏｔ(...)` calls `one_hot`): so are the words here
-    words = {w if w.isascii() else unicodedata.normalize("NFKC", w)
-             for w in _WORD.findall(data.decode("utf-8", "replace"))}
-    found = (depends.digest(data), frozenset(words))
+    # Python reads identifiers in NFKC form (`ｏｎｅ_ｈｏｔ(...)` calls `one_hot`): so does FileWords
+    found = (depends.digest(data), FileWords(data))
     memo[path] = (stamp, *found)
     return found
 
@@ -167,8 +161,6 @@ _UNKNOWN = object()
 
 
 _REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}
-# what reaches a name without writing it: `getattr(models, name)(...)`, `vars(config)[k] = v`
-_DYNAMIC_WORDS = frozenset(_REFLECTION | {"vars", "__dict__"})
 
 
 def _summarise(source: str | bytes) -> FileUses | None:
