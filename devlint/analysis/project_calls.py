@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -84,7 +85,7 @@ def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | No
     """How the project (the checked file's text `own_code`, and the other files `view` can list) uses
     `name`; None when it cannot be known (a project too large to list, a file that does not parse)."""
     index = view.index if view is not None else None
-    own = _memo_summary(index, "own:" + depends.digest(own_code.encode("utf-8", "surrogatepass")), own_code)
+    own = _memo_summary(index, _own_key(own_code), own_code)
     if own is None:
         return None
     found = [own.uses(name, module)]
@@ -92,19 +93,27 @@ def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | No
         files = _project_files(view)
         if files is None:
             return None
+        read = []  # (path, digest, words, whether it may use the name), up to the first unreadable file
         for path in files:
-            if path == view.path:
-                continue
-            observed, words = _words(view.index, path)
+            if path != view.path:
+                observed, words = _words(view.index, path)
+                read.append((path, observed, words, words is not None and (words.mentions(name) or words.dynamic())))
+                if words is None:
+                    break
+        needed = [(observed, words) for _, observed, words, needs in read if needs]
+        # The run's workers ask about the same files at about the same time: each starts at its own
+        # place in the list, so that most summaries are computed by one worker and loaded by the others.
+        start = worker_share.place(len(needed))
+        for observed, words in needed[start:] + needed[:start]:
+            _memo_summary(index, observed, words.data)
+        for path, observed, words, needs in read:
             view.observed[f"{depends.READ}:{path}"] = observed
             if words is None:
                 return None  # (unreadable or too large: it may call anything)
-            if not words.mentions(name) and not words.dynamic():
+            if not needs:
                 continue
-            data, _ = depends.read_regular(path) if observed not in _summaries(index) else (None, None)
-            if data is not None and depends.digest(data) != observed:
-                return None  # (changed while read: unknown, and the cache entry will miss)
-            summary = _memo_summary(index, observed, data)
+            # (the bytes the digest was made of: what the summary describes is what is recorded)
+            summary = _memo_summary(index, observed, words.data)
             if summary is None:
                 return None
             found.append(summary.uses(name, module))
@@ -113,6 +122,33 @@ def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | No
         referenced=any(u.referenced for u in found),
         stored=any(u.stored for u in found),
     )
+
+
+_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+
+
+def _own_key(text: str) -> str:
+    """The checked file's summary is keyed by the digest of its text's UTF-8 bytes, the key it has as
+    another file's project file (shared by the run's workers), when those bytes parse as the text does:
+    no BOM, no surrogates, no coding cookie but UTF-8's. Otherwise by its own key."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "own:" + depends.digest(text.encode("utf-8", "surrogatepass"))
+    head = "\n".join(re.split(r"\r\n|\r|\n", text, maxsplit=2)[:2])  # (the lines a cookie may be on)
+    cookies = [_codec(name) for name in _COOKIE.findall(head)]
+    if text.startswith("\ufeff") or ("coding" in head and (not cookies or set(cookies) != {"utf-8"})):
+        return "own:" + depends.digest(data)
+    return depends.digest(data)
+
+
+def _codec(name: str) -> str | None:
+    import codecs
+
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
 
 
 def _words(index, path: str) -> tuple[str, FileWords | None]:
