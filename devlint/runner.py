@@ -190,7 +190,12 @@ def _check_chunk(paths: list[str], config: Config, write: bool, data: list | Non
     for path, read_once in zip(paths, data or [None] * len(paths)):
         if (_stop is not None and _stop.is_set()) or (_parent is not None and os.getppid() != _parent):
             break  # devlint is gone: nobody reads these results
-        results.append(check_file(path, config, write=write, data=read_once))
+        result = check_file(path, config, write=write, data=read_once)
+        if not result.findings and result.fixed_source is None:
+            # Nothing the parent shows quotes the source of a file without findings or fixes (as a
+            # cached result's): not sent back, it costs the parent no unpickling (issue 28).
+            result.original_source = None
+        results.append(result)
     return results
 
 
