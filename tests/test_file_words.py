@@ -24,3 +24,6 @@ def test_each_name_and_the_reflection_words_answer_as_the_whole_set(text):
     for name in NAMES + sorted(every) + sorted(DYNAMIC_WORDS):
         assert found.mentions(name) == (name in every), name
     assert found.dynamic() == bool(every & DYNAMIC_WORDS)
+    # read as the set itself (what callers of project_calls._words had before)
+    assert all((name in found) == (name in every) for name in NAMES)
+    assert found & DYNAMIC_WORDS == every & DYNAMIC_WORDS == DYNAMIC_WORDS & found

@@ -55,6 +55,14 @@ class FileWords:
             return False  # (every identifier of ASCII text is ASCII)
         return _identifier_in(self.data, name.encode("ascii"))
 
+    # As the set of identifiers it stands for: `name in words`, `words & names` (the names it mentions).
+    __contains__ = mentions
+
+    def __and__(self, names) -> frozenset:
+        return frozenset(name for name in names if self.mentions(name))
+
+    __rand__ = __and__
+
     def dynamic(self) -> bool:
         """Does the file mention a word of reflection (DYNAMIC_WORDS)?"""
         if self._dynamic is None:
