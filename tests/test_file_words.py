@@ -27,3 +27,6 @@ def test_each_name_and_the_reflection_words_answer_as_the_whole_set(text):
     # read as the set itself (what callers of project_calls._words had before)
     assert all((name in found) == (name in every) for name in NAMES)
     assert found & DYNAMIC_WORDS == every & DYNAMIC_WORDS == DYNAMIC_WORDS & found
+    for names in ({"one_hot"}, {"one_hot", "x"}, DYNAMIC_WORDS, set()):
+        assert (names <= found) == (names <= every) and found.isdisjoint(names) == every.isdisjoint(names)
+    assert set(found) == every and len(found) == len(every) and found.union({"z"}) == every | {"z"}

@@ -55,13 +55,34 @@ class FileWords:
             return False  # (every identifier of ASCII text is ASCII)
         return _identifier_in(self.data, name.encode("ascii"))
 
-    # As the set of identifiers it stands for: `name in words`, `words & names` (the names it mentions).
+    # It reads as the set of identifiers it stands for (what project_calls._words gave before): the
+    # questions other analyses ask of a few names answer from the bytes, anything else from the set.
     __contains__ = mentions
 
     def __and__(self, names) -> frozenset:
         return frozenset(name for name in names if self.mentions(name))
 
-    __rand__ = __and__
+    __rand__ = intersection = __and__
+
+    def __ge__(self, names) -> bool:
+        return all(self.mentions(name) for name in names)
+
+    issuperset = __ge__
+
+    def isdisjoint(self, names) -> bool:
+        return not any(self.mentions(name) for name in names)
+
+    def __le__(self, names) -> bool:
+        return self.words() <= names
+
+    def __iter__(self):
+        return iter(self.words())
+
+    def __len__(self) -> int:
+        return len(self.words())
+
+    def __getattr__(self, name: str):
+        return getattr(self.words(), name)  # (any other frozenset method)
 
     def dynamic(self) -> bool:
         """Does the file mention a word of reflection (DYNAMIC_WORDS)?"""

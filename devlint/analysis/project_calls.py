@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from devlint import depends, worker_share
 from devlint.analysis.file_words import DYNAMIC_WORDS as _DYNAMIC_WORDS  # noqa: F401  (asked by other analyses)
+from devlint.analysis.file_words import WORD as _WORD  # noqa: F401  (asked by other analyses)
 from devlint.analysis.file_words import FileWords
 from devlint.analysis.importers import MAX_FILES, _SKIPPED
 from devlint.analysis.project import _ROOT_MARKERS
