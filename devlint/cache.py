@@ -37,7 +37,8 @@ TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag " + _TAG_OWNER +
 GITIGNORE = "# Automatically created by devlint.\n*\n"
 # The layout of a results file; part of its name, so that another layout is never read.
 # 3: keys hold the file's place; dependencies are devlint.depends observations.
-FORMAT = 3
+# 4: keys hold the digest of the file's bytes (devlint.depends.digest), not the bytes; digests are SHA-256.
+FORMAT = 4
 # What a cache folder written before the CACHEDIR.TAG held: it is recognised and adopted.
 _LEGACY_FILE = re.compile(r"results-[0-9a-f]{20}\.json|\.results-.*\.tmp")
 
@@ -156,11 +157,11 @@ class ResultCache:
                              "name a new folder with --cache-dir")
 
     @staticmethod
-    def key(data: bytes, codes: tuple[str, ...], kind: str, place: str) -> str:
+    def key(digest: str, codes: tuple[str, ...], kind: str, place: str) -> str:
         """`place`: the file's absolute path (devlint.runner.place), which decides where its imports
-        resolve; `data`: the bytes that are checked, read once."""
-        head = f"{kind}\0{','.join(codes)}\0{place}\0".encode("utf-8", "surrogatepass")
-        return hashlib.sha256(head + data).hexdigest()
+        resolve; `digest`: devlint.depends.digest of the bytes that are checked, read once."""
+        head = f"{kind}\0{','.join(codes)}\0{place}\0{digest}"
+        return hashlib.sha256(head.encode("utf-8", "surrogatepass")).hexdigest()
 
     def get(self, key: str, codes: tuple[str, ...]) -> list[Finding] | None:
         """The cached findings for `key`, if an entry holds valid ones for these rule codes (whatever
@@ -185,7 +186,8 @@ class ResultCache:
                 found = json.loads(raw[2])
             except ValueError:
                 found = None
-            if type(found) is dict and all(type(k) is str and type(v) is str for k, v in found.items()):
+            # (JSON keys are strings)
+            if type(found) is dict and all(type(v) is str for v in found.values()):
                 return found
             self.entries.pop(key, None)
             return None

@@ -9,7 +9,7 @@ from dataclasses import replace
 import click
 
 from devlint import __version__
-from devlint import settings
+from devlint import quick_exit, settings
 from devlint.cache import ResultCache, default_directory, settings_key
 from devlint.config import Config, ConfigError
 from devlint.files import discover
@@ -103,6 +103,7 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     """
     # As ruff: -q keeps the findings (and the errors that explain exit 2), -s prints nothing at all.
     # A usage or configuration error is printed whatever the level: exit 2 alone would say nothing.
+    quick_exit.at_exit()
     level = SILENT if silent else QUIET if quiet else DEFAULT
     _refuse_ignored_options(paths, config_path, isolated, stdin_filename)
     if add_noqa:  # as ruff, which refuses these with --add-noqa

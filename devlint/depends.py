@@ -32,8 +32,10 @@ _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 
 
 def digest(data: bytes) -> str:
-    """The content digest a file read for its facts is recorded (and checked again) with."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    """The content digest a file read for its facts is recorded (and checked again) with, and the
+    result cache's keys are made of (SHA-256, cut to 128 bits: twice as fast as BLAKE2b where the
+    CPU computes SHA-256, as most do)."""
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def read_regular(path: str, limit: int = READ_LIMIT) -> tuple[bytes | None, os.stat_result | None]:
@@ -90,16 +92,18 @@ def listing(folder: str) -> str:
     return digest("\n".join(sorted(names)).encode("utf-8", "surrogateescape"))
 
 
-def observe(name: str, known: dict[str, bytes] | None = None) -> str | None:
+def observe(name: str, known: dict[str, str] | None = None) -> str | None:
     """What the observation `name` (`<probe>:<path>`) finds now; None for a name devlint never writes.
-    `known`: the bytes of regular files this run has just read, by absolute path (not read again)."""
+    `known`: what reading regular files this run has just read finds (their digest, or ABSENT), by
+    absolute path (not read again)."""
     probe, _, path = name.partition(":")
     if not path:
         return None
     if probe == READ:
-        data = known.get(path) if known else None
-        if data is None:
-            data, _ = read_regular(path)
+        found = known.get(path) if known else None
+        if found is not None:
+            return found
+        data, _ = read_regular(path)
         return ABSENT if data is None or len(data) > READ_LIMIT else digest(data)
     if probe in _TESTS:
         return "1" if holds(probe, path) else "0"
@@ -109,7 +113,7 @@ def observe(name: str, known: dict[str, bytes] | None = None) -> str | None:
 
 
 def unchanged(dependencies: dict[str, str] | None, seen: dict[str, str | None],
-              known: dict[str, bytes] | None = None) -> bool:
+              known: dict[str, str] | None = None) -> bool:
     """Does every observation a cached result rests on still hold? `seen` memoises what this run found
     (each path is looked at once per run); `known` as for `observe`. None (a damaged list) or an
     unknown probe: no."""

@@ -96,7 +96,7 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
 
     With a cache, each file is read once: the bytes hashed for its key are the bytes checked (and
     fixed), so an entry always describes the bytes of its key, whatever edits happen during the run."""
-    from devlint.depends import unchanged
+    from devlint import depends
     from devlint.source import SourceError
 
     project = sys.modules.get("devlint.analysis.project")  # (not imported by a fully cached run)
@@ -110,24 +110,29 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
     seen: dict[str, str | None] = {}  # what the dependencies of cached results hold, looked at once per run
     if cache is None:
         todo = list(range(len(paths)))
+    places = _places(paths) if cache is not None else ()
+    # Each file's bytes are hashed once: the digest its dependants recorded (devlint.depends) is
+    # the one its key is made of.
+    digests: dict[int, str] = {}
     for index, path in enumerate(paths if cache is not None else ()):
         data, problem = read(path, config)
         if problem is not None:
             results[index] = problem
             continue
         codes[index] = config.codes_for(path)
-        keys[index] = cache.key(data, codes[index], cache.kind(path), place(path))
+        digests[index] = digest = depends.digest(data)
+        keys[index] = cache.key(digest, codes[index], cache.kind(path), places[index])
         read_once[index] = data
-    # Most dependencies of cached results are files of this run (devlint.depends): their bytes, just
-    # read, are not read again.
-    known = {place(paths[index]): data for index, data in read_once.items()}
+    # Most dependencies of cached results are files of this run: what they hold was just read.
+    known = {places[index]: depends.ABSENT if len(read_once[index]) > depends.READ_LIMIT else value
+             for index, value in digests.items()}
     for index, key in keys.items():
         path, data = paths[index], read_once[index]
         cached = cache.get(key, codes[index])
         # --add-noqa writes a directive for every finding, whatever its fix: only a file the cache
         # knows to have none is not checked.
         if cached is not None and not (write and _has_applicable_fix(cached, config)) \
-                and not (config.add_noqa and cached) and unchanged(cache.dependencies(key), seen, known):
+                and not (config.add_noqa and cached) and depends.unchanged(cache.dependencies(key), seen, known):
             try:
                 # The source is kept for the formats that quote it (full, gitlab).
                 source = decode(data).text if cached else None
@@ -162,6 +167,13 @@ def place(path: str) -> str:
     return os.path.abspath(path)
 
 
+def _places(paths: list[str]) -> list[str]:
+    """place() of each path, asking for the current folder once (abspath asks for each path)."""
+    cwd = os.getcwd()
+    join, normpath, isabs = os.path.join, os.path.normpath, os.path.isabs
+    return [normpath(path if isabs(path) else join(cwd, path)) for path in paths]
+
+
 def _has_applicable_fix(findings, config: Config) -> bool:
     from devlint.engine import fixable
 
@@ -178,7 +190,12 @@ def _check_chunk(paths: list[str], config: Config, write: bool, data: list | Non
     for path, read_once in zip(paths, data or [None] * len(paths)):
         if (_stop is not None and _stop.is_set()) or (_parent is not None and os.getppid() != _parent):
             break  # devlint is gone: nobody reads these results
-        results.append(check_file(path, config, write=write, data=read_once))
+        result = check_file(path, config, write=write, data=read_once)
+        if not result.findings and result.fixed_source is None:
+            # Nothing the parent shows quotes the source of a file without findings or fixes (as a
+            # cached result's): not sent back, it costs the parent no unpickling (issue 28).
+            result.original_source = None
+        results.append(result)
     return results
 
 

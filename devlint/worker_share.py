@@ -31,6 +31,15 @@ def stop(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def place(count: int) -> int:
+    """Where in a list of `count` values, which every worker may need at once, this worker starts
+    computing them: spread over the list by the process id (Fibonacci hashing keeps the consecutive
+    ids of sibling workers far apart). 0 outside a run with workers."""
+    if FOLDER is None or count < 2:
+        return 0
+    return int((os.getpid() * 0.6180339887498949) % 1.0 * count)
+
+
 def _path(kind: str, key: str) -> str | None:
     if FOLDER is None or not key.replace(":", "").replace("-", "").isalnum():
         return None

@@ -70,3 +70,30 @@ def test_a_run_with_workers_reports_as_one_without_and_leaves_no_shared_folder(t
     assert one.exit_code == two.exit_code == 1
     assert json.loads(one.output) == json.loads(two.output) != []
     assert list(temporary.iterdir()) == []
+
+
+@pytest.mark.parametrize(("text", "shared"), [
+    ("def f(cuda=True):\n    pass\n", True),
+    ("# -*- coding: utf-8 -*-\nx = 'é'\n", True),
+    ("# coding: latin-1\nx = 'é'\n", False),  # its bytes on disk are not these: parsed otherwise
+    ("#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :\nx = 1\n", False),
+    ("\ufeffx = 1\n", False),
+    ("x = '\udcff'\n", False),
+])
+def test_the_checked_files_summary_has_its_project_key_only_where_its_bytes_parse_as_its_text(text, shared):
+    from devlint import depends
+
+    key = project_calls._own_key(text)
+    assert (key == depends.digest(text.encode("utf-8", "surrogatepass"))) is shared
+    assert key.startswith("own:") is not shared
+
+
+def test_sibling_workers_start_far_apart_in_a_shared_list(share, monkeypatch):
+    places = []
+    for pid in range(1000, 1004):  # consecutive ids, as forked siblings get
+        monkeypatch.setattr(os, "getpid", lambda pid=pid: pid)
+        places.append(worker_share.place(90))
+    assert all(0 <= p < 90 for p in places)
+    assert min(abs(a - b) for i, a in enumerate(places) for b in places[i + 1:]) >= 10
+    monkeypatch.setattr(worker_share, "FOLDER", None)
+    assert worker_share.place(90) == 0  # (one process: the list's own order)

@@ -30,11 +30,13 @@ from __future__ import annotations
 import ast
 import os
 import re
-import unicodedata
 import warnings
 from dataclasses import dataclass
 
 from devlint import depends, worker_share
+from devlint.analysis.file_words import DYNAMIC_WORDS as _DYNAMIC_WORDS  # noqa: F401  (asked by other analyses)
+from devlint.analysis.file_words import WORD as _WORD  # noqa: F401  (asked by other analyses)
+from devlint.analysis.file_words import FileWords
 from devlint.analysis.importers import MAX_FILES, _SKIPPED
 from devlint.analysis.project import _ROOT_MARKERS
 
@@ -92,7 +94,7 @@ def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | No
     """How the project (the checked file's text `own_code`, and the other files `view` can list) uses
     `name`; None when it cannot be known (a project too large to list, a file that does not parse)."""
     index = view.index if view is not None else None
-    own = _memo_summary(index, "own:" + depends.digest(own_code.encode("utf-8", "surrogatepass")), own_code)
+    own = _memo_summary(index, _own_key(own_code), own_code)
     if own is None:
         return None
     found = [own.uses(name, module)]
@@ -100,19 +102,27 @@ def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | No
         files = _project_files(view)
         if files is None:
             return None
+        read = []  # (path, digest, words, whether it may use the name), up to the first unreadable file
         for path in files:
-            if path == view.path:
-                continue
-            observed, words = _words(view.index, path)
+            if path != view.path:
+                observed, words = _words(view.index, path)
+                read.append((path, observed, words, words is not None and (words.mentions(name) or words.dynamic())))
+                if words is None:
+                    break
+        needed = [(observed, words) for _, observed, words, needs in read if needs]
+        # The run's workers ask about the same files at about the same time: each starts at its own
+        # place in the list, so that most summaries are computed by one worker and loaded by the others.
+        start = worker_share.place(len(needed))
+        for observed, words in needed[start:] + needed[:start]:
+            _memo_summary(index, observed, words.data)
+        for path, observed, words, needs in read:
             view.observed[f"{depends.READ}:{path}"] = observed
             if words is None:
                 return None  # (unreadable or too large: it may call anything)
-            if name not in words and not words & _DYNAMIC_WORDS:
+            if not needs:
                 continue
-            data, _ = depends.read_regular(path) if observed not in _summaries(index) else (None, None)
-            if data is not None and depends.digest(data) != observed:
-                return None  # (changed while read: unknown, and the cache entry will miss)
-            summary = _memo_summary(index, observed, data)
+            # (the bytes the digest was made of: what the summary describes is what is recorded)
+            summary = _memo_summary(index, observed, words.data)
             if summary is None:
                 return None
             found.append(summary.uses(name, module))
@@ -123,10 +133,34 @@ def uses(name: str, own_code: str, view, module: str | None = None) -> Uses | No
     )
 
 
-_WORD = re.compile(r"[^\W\d]\w*")
+_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 
 
-def _words(index, path: str) -> tuple[str, frozenset | None]:
+def _own_key(text: str) -> str:
+    """The checked file's summary is keyed by the digest of its text's UTF-8 bytes, the key it has as
+    another file's project file (shared by the run's workers), when those bytes parse as the text does:
+    no BOM, no surrogates, no coding cookie but UTF-8's. Otherwise by its own key."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "own:" + depends.digest(text.encode("utf-8", "surrogatepass"))
+    head = "\n".join(re.split(r"\r\n|\r|\n", text, maxsplit=2)[:2])  # (the lines a cookie may be on)
+    cookies = [_codec(name) for name in _COOKIE.findall(head)]
+    if text.startswith("\ufeff") or ("coding" in head and (not cookies or set(cookies) != {"utf-8"})):
+        return "own:" + depends.digest(data)
+    return depends.digest(data)
+
+
+def _codec(name: str) -> str | None:
+    import codecs
+
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def _words(index, path: str) -> tuple[str, FileWords | None]:
     """(the digest of the file at `path`, or ABSENT; the identifiers it mentions, None when unreadable),
     kept per process while the file's size and time stay the same: a project-wide run reads each file
     once, not once per file that asks."""
@@ -142,10 +176,8 @@ def _words(index, path: str) -> tuple[str, frozenset | None]:
     data, _ = depends.read_regular(path)
     if data is None:
         return depends.ABSENT, None
-    # Python reads identifiers in NFKC form (`ｏｎｅ_ｈｏｔ(...)` calls `one_hot`): so are the words here
-    words = {w if w.isascii() else unicodedata.normalize("NFKC", w)
-             for w in _WORD.findall(data.decode("utf-8", "replace"))}
-    found = (depends.digest(data), frozenset(words))
+    # Python reads identifiers in NFKC form (`ｏｎｅ_ｈｏｔ(...)` calls `one_hot`): so does FileWords
+    found = (depends.digest(data), FileWords(data))
     memo[path] = (stamp, *found)
     return found
 
@@ -174,8 +206,6 @@ _UNKNOWN = object()
 
 
 _REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}
-# what reaches a name without writing it: `getattr(models, name)(...)`, `vars(config)[k] = v`
-_DYNAMIC_WORDS = frozenset(_REFLECTION | {"vars", "__dict__"})
 
 
 def _summarise(source: str | bytes) -> FileUses | None:
