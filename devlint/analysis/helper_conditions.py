@@ -109,10 +109,10 @@ def comparison_condition(ctx, comparison: cst.Comparison, guards) -> tuple[bool,
         return NOTHING
     apply = _OPERATORS.get(type(comparison.comparisons[0].operator))
     number = _integer(comparison.comparisons[0].comparator)
-    if apply is None or number is None:
-        return NOTHING
+    if apply is None or number is None or not nccl_only(ctx):
+        return NOTHING  # (asked first: a name's bindings cost the file's scopes)
     value = _value_without_cuda(ctx, _helper_call(ctx, comparison.left), guards)
-    if value is None or not nccl_only(ctx):
+    if value is None:
         return NOTHING
     return FALSE_ONLY if apply(value, number) else TRUE_ONLY
 
