@@ -44,7 +44,6 @@ from typing import Callable
 
 import libcst as cst
 
-from devlint import depends
 from devlint.facts import FileFacts
 from devlint.syntax import dotted_name
 
@@ -122,12 +121,9 @@ def _may_refuse(function: cst.FunctionDef) -> bool:
 
 
 def _project_function(view, path: str, name: str, guards_of: Guards) -> bool:
-    data, _ = depends.read_regular(path)
-    observed = depends.ABSENT if data is None else depends.digest(data)
-    view.observed[f"{depends.READ}:{path}"] = observed
+    data, observed = view.read(path)
     if data is None:
         return False
-    view.used[path] = observed
     if (observed, name) not in _BY_DIGEST:
         _BY_DIGEST[observed, name] = _analyse(data, name, guards_of)
     return _BY_DIGEST[observed, name]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint import depends
 
 MAX_FILES = 4
 _ACTIVE: list[str] = []
@@ -33,11 +32,9 @@ def guarded_in(view, calls: dict[str, int], name: str, guards_of) -> bool:
 
 
 def _file_guarded(view, path: str, count: int, name: str, guards_of) -> bool:
-    data, _ = depends.read_regular(path)
+    data, observed = view.read(path)
     if data is None:
         return False
-    observed = depends.digest(data)
-    view.observed[f"{depends.READ}:{path}"] = observed
     # kept for the index's life (one run): the answer rests on other files too, read once per run
     memo = view.index.__dict__.setdefault("_guarded_elsewhere", {})
     key = (path, observed, name, count)

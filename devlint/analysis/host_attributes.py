@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint import depends
 from devlint.facts import FileFacts, answers
+from devlint.syntax import descendants
 
 MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"})
 _BY_DIGEST: dict = {}
@@ -101,7 +101,7 @@ def _keeps_itself(ctx: FileFacts, cls: cst.ClassDef) -> bool:
         if not isinstance(method, cst.FunctionDef) or not method.params.params:
             continue
         first = method.params.params[0].name.value
-        for node in _walk(method.body):
+        for node in descendants(method.body):
             if isinstance(node, cst.Name) and node.value == first:
                 parent = ctx.parent(node)
                 if not (isinstance(parent, cst.Attribute) and parent.value is node) or parent.attr.value in (
@@ -110,22 +110,11 @@ def _keeps_itself(ctx: FileFacts, cls: cst.ClassDef) -> bool:
     return True
 
 
-def _walk(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)
-
-
 def _facts(view, path: str) -> FileFacts | None:
     """LibCST facts of a project file, parsed once per content (its read recorded in the view)."""
-    data, _ = depends.read_regular(path)
-    observed = depends.ABSENT if data is None else depends.digest(data)
-    view.observed[f"{depends.READ}:{path}"] = observed
+    data, observed = view.read(path)
     if data is None:
         return None
-    view.used[path] = observed
     if observed not in _BY_DIGEST:
         try:
             _BY_DIGEST[observed] = FileFacts(cst.parse_module(data))

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from devlint.analysis.kinds import kinds_of
-from devlint import depends
 from devlint.facts import FileFacts, answers
 from devlint.syntax import dotted_name, find_arg
 
@@ -201,12 +200,9 @@ def _origins(view, path: str) -> FileOrigins | None:
 
 
 def _read_origins(view, path: str) -> FileOrigins | None:
-    data, _ = depends.read_regular(path)
-    observed = depends.ABSENT if data is None else depends.digest(data)
-    view.observed[f"{depends.READ}:{path}"] = observed
+    data, observed = view.read(path)
     if data is None:
         return None
-    view.used[path] = observed
     if observed not in _BY_DIGEST:
         _BY_DIGEST[observed] = _analyse(data)
     return _BY_DIGEST[observed]

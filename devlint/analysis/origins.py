@@ -32,7 +32,7 @@ import libcst as cst
 from devlint.analysis.places import CPU
 from devlint.facts import FileFacts, answer
 from devlint.analysis import host_flows as _host_flows, host_returns as _host_returns, self_paths as _self_paths
-from devlint.syntax import dotted_name, find_arg, string_value
+from devlint.syntax import descendants, dotted_name, find_arg, string_value
 
 SAVERS = frozenset({"torch.save", "torch.serialization.save", "torch.jit.save"})
 LOADERS = frozenset({"torch.load", "torch.serialization.load", "torch.jit.load", "torch.jit._serialization.load"})
@@ -372,7 +372,7 @@ def _local_class_moves_nothing(ctx: FileFacts, cls: cst.ClassDef, depth: int) ->
 
     if depth > MAX_DEPTH or cls.keywords:
         return False
-    for node in _walk(cls):
+    for node in descendants(cls):
         if isinstance(node, cst.Call):
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in MOVING_METHODS:
                 return False
@@ -391,11 +391,3 @@ def _local_class_moves_nothing(ctx: FileFacts, cls: cst.ClassDef, depth: int) ->
         if not names or not all(allowed_base(n) for n in names):
             return False
     return True
-
-
-def _walk(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)

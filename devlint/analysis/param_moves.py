@@ -29,7 +29,6 @@ import warnings
 
 import libcst as cst
 
-from devlint import depends
 from devlint.analysis.class_moves import MOVING_METHODS
 
 _MOVING = MOVING_METHODS | {"apply", "_apply"}
@@ -89,8 +88,7 @@ def _project_functions(view, path: str) -> dict | None:
     recorded as an observation."""
     memo = view.__dict__.setdefault("_devlint_param_moves", {})
     if path not in memo:
-        data, _ = depends.read_regular(path)
-        view.observed[f"{depends.READ}:{path}"] = depends.ABSENT if data is None else depends.digest(data)
+        data, _ = view.read(path)
         tree = _parse(data) if data is not None else None
         memo[path] = _functions(tree) if tree is not None else None
     return memo[path]

@@ -229,6 +229,16 @@ class ProjectView:
         self._active: set = set()
         self._memo: dict = {}
 
+    def read(self, path: str) -> tuple[bytes | None, str]:
+        """The bytes of a project file an analysis reads by itself (None: unreadable or absent) and their
+        digest, recorded as an observation of the result and, where read, as contents whose facts were used."""
+        data, _ = depends.read_regular(path)
+        observed = depends.ABSENT if data is None else depends.digest(data)
+        self.observed[f"{depends.READ}:{path}"] = observed
+        if data is not None:
+            self.used[path] = observed
+        return data, observed
+
     # -- resolution ------------------------------------------------------------------------------
     def resolve(self, qualified: str, origin: str | None = None):
         """What an import-qualified name of `origin` (default: the checked file) stands for: a Ref in
