@@ -116,21 +116,31 @@ def _judge(ctx: FileFacts, load: cst.Call, path: cst.CSTNode) -> bool:
 
 
 # -- the listing a path comes from ------------------------------------------------------------------------
+def _bound_from(ctx: FileFacts, name: cst.Name):
+    """What the binding a read of `name` certainly sees binds it from: ("value", the assigned value) or
+    ("loop", the iterable of the loop whose variable it is); None for anything else."""
+    binding = seen_binding(ctx, name)
+    if binding is None or not isinstance(binding.node, cst.Name):
+        return None
+    value = ctx.assigned_value(binding.node)
+    if value is not None:
+        return "value", value
+    loop = ctx.parent(binding.node)
+    if isinstance(loop, (cst.For, cst.CompFor)) and loop.target is binding.node:
+        return "loop", loop.iter
+    return None
+
+
 def _element(ctx: FileFacts, expr: cst.CSTNode, depth: int):
     """(folder components, name pattern) of the listing whose file `expr` is, or None."""
     if depth > MAX_DEPTH:
         return None
     if isinstance(expr, cst.Name):
-        binding = seen_binding(ctx, expr)
-        if binding is None or not isinstance(binding.node, cst.Name):
+        bound = _bound_from(ctx, expr)
+        if bound is None:
             return None
-        value = ctx.assigned_value(binding.node)
-        if value is not None:
-            return _element(ctx, value, depth + 1)
-        loop = ctx.parent(binding.node)
-        if isinstance(loop, (cst.For, cst.CompFor)) and loop.target is binding.node:
-            return _collection(ctx, loop.iter, depth + 1)
-        return None
+        how, source = bound
+        return _element(ctx, source, depth + 1) if how == "value" else _collection(ctx, source, depth + 1)
     if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
         return _collection(ctx, expr.value, depth + 1)
     joined = _listed_name(ctx, expr, depth)
@@ -212,14 +222,11 @@ def _names(ctx: FileFacts, expr: cst.CSTNode, depth: int, element: bool = True):
     if depth > MAX_DEPTH:
         return None
     if isinstance(expr, cst.Name):
-        binding = seen_binding(ctx, expr)
-        if binding is None or not isinstance(binding.node, cst.Name):
+        bound = _bound_from(ctx, expr)
+        if bound is None or bound[0] == "loop" and not element:
             return None
-        value = ctx.assigned_value(binding.node)
-        loop = ctx.parent(binding.node)
-        if value is None and element and isinstance(loop, (cst.For, cst.CompFor)) and loop.target is binding.node:
-            return _names(ctx, loop.iter, depth + 1, False)
-        return None if value is None else _names(ctx, value, depth + 1, element)
+        how, source = bound
+        return _names(ctx, source, depth + 1, element and how == "value")
     if element:
         if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
             return _names(ctx, expr.value, depth + 1, False)
