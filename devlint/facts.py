@@ -178,6 +178,12 @@ class FileFacts:
             return {dotted}
         return {f"{target}.{rest}" if rest else target for target in targets}
 
+    def project_name(self, node: cst.CSTNode) -> str | None:
+        """The one name outside torch that a callee refers to (`utils.helper` -> `pkg.utils.helper`), where
+        the project index may define it; None for torch's own, none, or several (a name bound twice)."""
+        names = {n for n in self.qualified_names(node) if not n.startswith("torch.")}
+        return names.pop() if len(names) == 1 else None
+
     @cached_property
     def _imports(self) -> dict[str, set[str]]:
         """Name -> what import statements anywhere in the file bind it to."""

@@ -43,12 +43,21 @@ class TooComplex(Exception):
     """The interpreter itself cannot parse the file: too deeply nested (LibCST's parser would crash)."""
 
 
-def parse_quietly(text: str) -> ast.Module:
+def parse_quietly(text: str | bytes) -> ast.Module:
     """`ast.parse` without its warnings: the user's invalid escape sequences are not devlint's to
     report (a DeprecationWarning on Python 3.11, a SyntaxWarning printed on every run from 3.12)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(text)
+
+
+def parsed_or_none(source: str | bytes) -> ast.Module | None:
+    """`parse_quietly`, or None where the interpreter cannot parse the source (a syntax error, a null
+    byte, nesting too deep, too large): the project index's readers of other files."""
+    try:
+        return parse_quietly(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
 
 
 def _device_string(node: ast.expr, summary: Summary) -> None:

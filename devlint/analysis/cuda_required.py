@@ -78,10 +78,10 @@ def _requires_cuda(ctx: FileFacts, call: cst.Call, guards_of: Guards) -> bool:
     elif not isinstance(func, cst.Attribute):
         return False
     view = ctx.project
-    names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
-    if view is None or len(names) != 1:
+    name = ctx.project_name(func)
+    if view is None or name is None:
         return False
-    found = view.definition(names.pop())
+    found = view.definition(name)
     return found is not None and _project_function(view, *found, guards_of)
 
 

@@ -76,10 +76,10 @@ def _class_of(ctx: FileFacts, func: cst.CSTNode):
             return (ctx, cls) if _plain(cls) and _keeps_itself(ctx, cls) else None
         return None
     view = ctx.project
-    names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
-    if view is None or len(names) != 1:
+    name = ctx.project_name(func)
+    if view is None or name is None:
         return None
-    found = view.class_of(names.pop())
+    found = view.class_of(name)
     if found is None or found.name is None:
         return None
     class_ctx = _facts(view, found.path)

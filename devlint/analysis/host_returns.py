@@ -41,8 +41,8 @@ def call_returns_host(ctx: FileFacts, call: cst.Call, judge, project_functions) 
     if view is None or not (isinstance(func, cst.Name) or isinstance(func, cst.Attribute)
                             and ctx.is_imported_module(_root(func))):
         return False
-    names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
-    found = view.definition(names.pop()) if len(names) == 1 else None
+    name = ctx.project_name(func)
+    found = view.definition(name) if name is not None else None
     return found is not None and found[1] in project_functions(view, found[0])
 
 

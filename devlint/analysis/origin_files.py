@@ -129,11 +129,11 @@ def writer_saves(ctx: FileFacts, call: cst.Call) -> list | None:
     view = ctx.project
     if view is None:
         return None
-    names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
-    if len(names) != 1 or not (isinstance(func, cst.Name) and func.value in ctx.imported_names
-                               or isinstance(func, cst.Attribute)):
+    name = ctx.project_name(func)
+    if name is None or not (isinstance(func, cst.Name) and func.value in ctx.imported_names
+                            or isinstance(func, cst.Attribute)):
         return None
-    found = view.definition(names.pop())
+    found = view.definition(name)
     if found is None:
         return None
     origins = _origins(view, found[0])

@@ -361,10 +361,8 @@ def _class_moves_nothing(ctx: FileFacts, func: cst.CSTNode) -> bool:
             return _local_class_moves_nothing(ctx, assignments[0].node, 0)
     if ctx.project is None:
         return False
-    names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
-    if len(names) != 1:
-        return False
-    return ctx.project.class_moves_nothing(names.pop()) is True
+    name = ctx.project_name(func)
+    return name is not None and ctx.project.class_moves_nothing(name) is True
 
 
 def _local_class_moves_nothing(ctx: FileFacts, cls: cst.ClassDef, depth: int) -> bool:

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import ast
 import textwrap
-import warnings
 
 import libcst as cst
 
 from devlint.analysis.class_moves import MOVING_METHODS
+from devlint.prefilter import parsed_or_none
 
 _MOVING = MOVING_METHODS | {"apply", "_apply"}
 _KEEPING_BUILTINS = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "hasattr", "callable"})
@@ -64,18 +64,17 @@ def _callee(ctx, func: cst.CSTNode):
         definition = assignments[0].node
         if definition.decorators:
             return None
-        tree = _parse(textwrap.dedent(ctx.module.code_for_node(definition)))
+        tree = parsed_or_none(textwrap.dedent(ctx.module.code_for_node(definition)))
         if tree is None or not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
             return None
         top = ctx.enclosing(definition, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) is None
         functions = _functions(_own_tree(ctx)) if top else {}
         return functions, tree.body[0]
     view = ctx.project
-    names = {n for n in ctx.qualified_names(func) if not n.startswith("torch.")}
-    if view is None or len(names) != 1 or not (isinstance(func, cst.Name) or ctx.is_imported_module(
-            _root(func))):
+    name = ctx.project_name(func)
+    if view is None or name is None or not (isinstance(func, cst.Name) or ctx.is_imported_module(_root(func))):
         return None
-    found = view.definition(names.pop())
+    found = view.definition(name)
     if found is None:
         return None
     path, name = found
@@ -89,7 +88,7 @@ def _project_functions(view, path: str) -> dict | None:
     memo = view.__dict__.setdefault("_devlint_param_moves", {})
     if path not in memo:
         data, _ = view.read(path)
-        tree = _parse(data) if data is not None else None
+        tree = parsed_or_none(data) if data is not None else None
         memo[path] = _functions(tree) if tree is not None else None
     return memo[path]
 
@@ -103,17 +102,8 @@ def _root(node: cst.CSTNode) -> cst.CSTNode:
 def _own_tree(ctx):
     memo = ctx.__dict__.setdefault("_devlint_param_moves_tree", [])
     if not memo:
-        memo.append(_parse(ctx.module.code))
+        memo.append(parsed_or_none(ctx.module.code))
     return memo[0]
-
-
-def _parse(source):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _functions(tree) -> dict:

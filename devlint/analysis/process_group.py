@@ -31,8 +31,8 @@ parsed, or a project too large to list, answers no.
 from __future__ import annotations
 
 import ast
-import warnings
 
+from devlint.prefilter import parsed_or_none
 from devlint import depends
 
 INIT = "init_process_group"
@@ -97,11 +97,8 @@ def _inits(source) -> list[bool] | None:
     text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
     if _starts_groups(set(_words_of(text))):
         return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    tree = parsed_or_none(source)
+    if tree is None:
         return None
     callees = set()
     calls = []

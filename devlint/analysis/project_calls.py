@@ -30,9 +30,9 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
 from dataclasses import dataclass
 
+from devlint.prefilter import parsed_or_none
 from devlint import depends, worker_share
 from devlint.analysis.file_words import DYNAMIC_WORDS as _DYNAMIC_WORDS  # noqa: F401  (asked by other analyses)
 from devlint.analysis.file_words import WORD as _WORD  # noqa: F401  (asked by other analyses)
@@ -209,11 +209,8 @@ _REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}
 
 
 def _summarise(source: str | bytes) -> FileUses | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    tree = parsed_or_none(source)
+    if tree is None:
         return None
     callees: set[int] = set()
     calls: dict[str, list[Call]] = {}

@@ -42,13 +42,11 @@ class FileFacts:
 
 def summarise_file(path: str, data: bytes, module: str | None) -> FileFacts | None:
     import ast
-    import warnings
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    from devlint.prefilter import parsed_or_none  # (here, as `ast`: kept off the warm run's imports)
+
+    tree = parsed_or_none(data)
+    if tree is None:
         return None
     facts = FileFacts(path, digest(data), module)
     stars: list[str] = []
