@@ -362,14 +362,18 @@ def _writers(ctx: FileFacts, load: cst.Call, folder: list, pattern: tuple):
 
 def _fetches(call: cst.Call) -> bool:
     """Does the call bring files from elsewhere (a download, an archive unpacked)?"""
-    last = call.func.attr.value if isinstance(call.func, cst.Attribute) else (dotted_name(call.func) or "")
-    last = last.rsplit(".", 1)[-1]
+    last = _called(call)
     return last in _FETCHES or "download" in last.lower()
 
 
 def _deletion(call: cst.Call) -> bool:
+    return _called(call) in _DELETIONS
+
+
+def _called(call: cst.Call) -> str:
+    """The last part of the callee's name (`shutil.rmtree` -> `rmtree`)."""
     last = call.func.attr.value if isinstance(call.func, cst.Attribute) else (dotted_name(call.func) or "")
-    return last.rsplit(".", 1)[-1] in _DELETIONS
+    return last.rsplit(".", 1)[-1]
 
 
 def _relation(ctx: FileFacts, expr: cst.CSTNode, folder: list, pattern: tuple):
