@@ -21,6 +21,6 @@ def _drop_the_current_folder() -> None:
 
 _drop_the_current_folder()
 
-from devlint.cli import main  # noqa: E402
+from devlint.entry import main  # noqa: E402
 
 main()

@@ -18,92 +18,22 @@ import functools
 import hashlib
 import json
 import os
-import re
-import stat
 import sys
 from dataclasses import asdict
 
 from devlint import __version__
+from devlint.cache_folder import (  # noqa: F401  (re-exported: where they were always imported from)
+    CACHE_DIR_NAME, GITIGNORE, TAG, TAG_NAME, _has_tag, _is_legacy, default_directory, is_cache_dir, not_a_cache,
+    usual_mode, project_root,
+)
 from devlint.code_fingerprint import fingerprint
 from devlint.model import Applicability, Edit, Finding, Fix, Position
 from devlint.rules import INFO_BY_CODE
 
-CACHE_DIR_NAME = ".devlint_cache"
-TAG_NAME = "CACHEDIR.TAG"
-TAG_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
-_TAG_OWNER = b"created by devlint"
-TAG = (TAG_SIGNATURE + b"\n# This file is a cache directory tag " + _TAG_OWNER + b".\n"
-       b"# For information about cache directory tags, see https://bford.info/cachedir/\n")
-GITIGNORE = "# Automatically created by devlint.\n*\n"
 # The layout of a results file; part of its name, so that another layout is never read.
 # 3: keys hold the file's place; dependencies are devlint.depends observations.
 # 4: keys hold the digest of the file's bytes (devlint.depends.digest), not the bytes; digests are SHA-256.
 FORMAT = 4
-# What a cache folder written before the CACHEDIR.TAG held: it is recognised and adopted.
-_LEGACY_FILE = re.compile(r"results-[0-9a-f]{20}\.json|\.results-.*\.tmp")
-
-
-def is_cache_dir(directory: str) -> bool:
-    """Whether `directory` is a devlint cache: a folder holding devlint's CACHEDIR.TAG (a regular
-    file, not a link), or a cache folder from before the tag (only devlint's own files in it)."""
-    return _has_tag(directory) or _is_legacy(directory)
-
-
-def _has_tag(directory: str) -> bool:
-    tag = os.path.join(directory, TAG_NAME)
-    try:
-        if not stat.S_ISREG(os.lstat(tag).st_mode):
-            return False
-        with open(tag, "rb") as handle:
-            head = handle.read(1024)
-    except OSError:
-        return False
-    return head.startswith(TAG_SIGNATURE) and _TAG_OWNER in head
-
-
-def _is_legacy(directory: str) -> bool:
-    try:
-        names = os.listdir(directory)
-        if ".gitignore" not in names:
-            return False
-        for name in names:
-            if not stat.S_ISREG(os.lstat(os.path.join(directory, name)).st_mode):
-                return False
-            if name != ".gitignore" and not _LEGACY_FILE.fullmatch(name):
-                return False
-        with open(os.path.join(directory, ".gitignore"), encoding="utf-8") as handle:
-            return handle.read(len(GITIGNORE) + 1) == GITIGNORE
-    except (OSError, ValueError):
-        return False
-
-
-def not_a_cache(directory: str) -> str:
-    return f"{directory} is not a devlint cache (no {TAG_NAME} written by devlint)"
-
-
-def default_directory(paths: list[str], settings_file: str | None) -> str:
-    """Where the cache lives unless --cache-dir says: in the project root, as ruff puts .ruff_cache
-    beside the pyproject.toml it uses. That is the folder of the settings file in use; without one,
-    the nearest folder above the checked paths holding a pyproject.toml or .git; else the current
-    folder. Checking `src/` from inside `src/` then uses the same cache as checking it from the root."""
-    return os.path.join(project_root(paths, settings_file), CACHE_DIR_NAME)
-
-
-def project_root(paths: list[str], settings_file: str | None) -> str:
-    if settings_file is not None:
-        return os.path.dirname(os.path.abspath(settings_file))
-    try:
-        start = os.path.commonpath([os.path.abspath(p) for p in paths if p != "-"] or [os.getcwd()])
-    except ValueError:  # paths on different drives
-        return os.getcwd()
-    folder = start if os.path.isdir(start) else os.path.dirname(start)
-    while True:
-        if os.path.isfile(os.path.join(folder, "pyproject.toml")) or os.path.exists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return os.getcwd()
-        folder = parent
 
 
 def kind(path: str) -> str:
@@ -219,7 +149,7 @@ class ResultCache:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     json.dump({"version": __version__, "format": FORMAT, "entries": entries}, handle,
                               separators=(",", ":"))
-                _usual_mode(tmp)
+                usual_mode(tmp)
                 os.replace(tmp, self.path)
             except BaseException:
                 _remove_quietly(tmp)
@@ -274,23 +204,11 @@ def _write_atomically(directory: str, name: str, content: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
-        _usual_mode(tmp)
+        usual_mode(tmp)
         os.replace(tmp, os.path.join(directory, name))
     except BaseException:
         _remove_quietly(tmp)
         raise
-
-
-def _usual_mode(path: str) -> None:
-    """Give a file made by mkstemp (always 0600) the mode any new file gets (0666 less the umask), as
-    the cache's other files and ruff's have: a cache shared by a team or a CI user stays readable."""
-    os.chmod(path, 0o666 & ~_umask())
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)  # the only portable way to read it is to set it: put it back at once
-    os.umask(mask)
-    return mask
 
 
 def _remove_quietly(path: str) -> None:

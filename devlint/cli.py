@@ -9,7 +9,7 @@ from dataclasses import replace
 import click
 
 from devlint import __version__
-from devlint import quick_exit, settings
+from devlint import quick_exit, replay, settings
 from devlint.cache import ResultCache, default_directory, settings_key
 from devlint.config import Config, ConfigError
 from devlint.files import discover
@@ -104,6 +104,7 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     # As ruff: -q keeps the findings (and the errors that explain exit 2), -s prints nothing at all.
     # A usage or configuration error is printed whatever the level: exit 2 alone would say nothing.
     quick_exit.at_exit()
+    _written.clear()
     level = SILENT if silent else QUIET if quiet else DEFAULT
     _refuse_ignored_options(paths, config_path, isolated, stdin_filename)
     if add_noqa:  # as ruff, which refuses these with --add-noqa
@@ -180,6 +181,13 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     code = exit_code(results, len(discovered.errors), exit_zero=exit_zero)
     if code != EXIT_ERROR and exit_non_zero_on_fix and any(r.fixed_source for r in results):
         code = 1
+    # A check that wrote nothing but its report, every file read and checked, may be replayed.
+    if replay.ARGV is not None and not (fix or add_noqa) and output_file is None and cache is not None \
+            and cache.usable and not cache.warnings and not discovered.errors \
+            and all(r.error is None and r.notice is None for r in results):
+        replay.save(cache.directory, replay.Arguments(paths, config_path, isolated, cache_dir), file_settings,
+                    [exclude, list(extend_exclude), file_settings.root, follow_links, force_exclude], discovered,
+                    results, _written, code)
     sys.exit(code)
 
 
@@ -200,7 +208,21 @@ SILENT, QUIET, DEFAULT = 0, 1, 2
 def _say(level: int, needed: int, message: str) -> None:
     """A line on stderr, if the run's level (-s / -q) lets lines of this kind through."""
     if level >= needed:
-        click.echo(message, err=True)
+        _echo(message, err=True)
+
+
+# What this check printed, for a record of it (devlint.replay): [stream, text], as click wrote them.
+_written: list[list[str]] = []
+
+
+def _echo(text: str, *, err: bool = False, nl: bool = True, color: bool | None = None) -> None:
+    click.echo(text, nl=nl, err=err, color=color)
+    out = text + "\n" if nl else text
+    stream = sys.stderr if err else sys.stdout
+    # (what click.echo writes: the text without its styles where it strips them)
+    if (not color) if color is not None else not replay.is_terminal(stream):
+        out = click.unstyle(out)
+    _written.append(["err" if err else "out", out])
 
 
 def _run(paths, exclude, extend_exclude, root, follow_links, output_file, config, no_cache, cache_dir, jobs,
@@ -337,7 +359,7 @@ def _use_hyperlinks() -> bool:
 
 def _emit(text: str, output_file: str | None) -> None:
     if output_file is None:
-        click.echo(text, nl=False, color=_use_color())  # click strips styles it is not told to keep
+        _echo(text, nl=False, color=_use_color())  # click strips styles it is not told to keep
         return
     try:
         # A file name that is not UTF-8 is reported as the terminal shows it: its own bytes.

@@ -8,12 +8,9 @@ from functools import cached_property
 
 # Nothing here may import LibCST (directly or through a rule module): a fully cached run only reads
 # the settings, hashes files and prints what the cache holds. Rule classes are imported on demand.
+from devlint.config_error import ConfigError  # noqa: F401  (re-exported: where it was always imported from)
 from devlint.device_options import FixOptions  # noqa: F401  (below the analyses, which read it)
 from devlint.rule_table import RULES, rule_classes
-
-
-class ConfigError(Exception):
-    """Bad settings; the message names the option or file and what is wrong."""
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
-from dataclasses import dataclass, field
 
 DEFAULT_EXCLUDES = frozenset({
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -16,12 +14,27 @@ DEFAULT_EXCLUDES = frozenset({
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
-@dataclass(frozen=True)
 class Discovered:
-    files: list[str]
-    errors: list[tuple[str, str]]  # (path, reason)
-    # Named files left out with a warning (path, reason): e.g. README.md is not Python.
-    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """What discovery found (a plain class: the replay of a warm run, devlint.replay, discovers again
+    without importing dataclasses)."""
+
+    __slots__ = ("files", "errors", "skipped")
+
+    def __init__(self, files: list[str], errors: list[tuple[str, str]],
+                 skipped: list[tuple[str, str]] | None = None) -> None:
+        self.files = files
+        self.errors = errors  # (path, reason)
+        # Named files left out with a warning (path, reason): e.g. README.md is not Python.
+        self.skipped = [] if skipped is None else skipped
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Discovered) and (self.files, self.errors, self.skipped) == (
+            other.files, other.errors, other.skipped)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Discovered(files={self.files!r}, errors={self.errors!r}, skipped={self.skipped!r})"
 
 
 def discover(paths: list[str], exclude: list[str] | None = None, extend_exclude: tuple[str, ...] = (),
@@ -144,6 +157,8 @@ _ANY_FOLDER = "^(?:.+/)?"  # how they start for a pattern without a slash
 def _any_pattern(spec) -> re.Pattern | None:
     """One regex matching a path when any of the spec's (non-null) patterns' regexes does, or None
     when the patterns are not all plain `re` patterns that can be joined safely."""
+    import re  # (with pathspec, which imports it anyway: a walk without .gitignore needs neither)
+
     parts: list[str] = []
     flags = None
     for pattern in spec.patterns:

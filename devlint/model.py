@@ -73,3 +73,5 @@ class FileResult:
     # What the checks rested on besides the file's bytes (devlint.depends: files read, with their
     # digests, and paths looked for, found or not): the result cache checks the file again when one changes.
     dependencies: dict[str, str] = field(default_factory=dict)
+    # The digest of the bytes checked (devlint.depends.digest), when the run hashed them (it uses a cache).
+    digest: str | None = None

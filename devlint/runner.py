@@ -131,15 +131,17 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         cached = cache.get(key, codes[index])
         # --add-noqa writes a directive for every finding, whatever its fix: only a file the cache
         # knows to have none is not checked.
-        if cached is not None and not (write and _has_applicable_fix(cached, config)) \
-                and not (config.add_noqa and cached) and depends.unchanged(cache.dependencies(key), seen, known):
+        usable = cached is not None and not (write and _has_applicable_fix(cached, config)) \
+            and not (config.add_noqa and cached)
+        rests_on = cache.dependencies(key) if usable else None
+        if usable and depends.unchanged(rests_on, seen, known):
             try:
                 # The source is kept for the formats that quote it (full, gitlab).
                 source = decode(data).text if cached else None
             except SourceError:  # such bytes were never cached by devlint: a forged entry
                 todo.append(index)
                 continue
-            results[index] = FileResult(path, findings=cached, original_source=source)
+            results[index] = FileResult(path, findings=cached, original_source=source, dependencies=rests_on or {})
             del read_once[index]
         else:
             todo.append(index)
@@ -158,6 +160,10 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
         if cache is not None and index in keys and result.error is None and result.fixed_source is None \
                 and result.notice is None and not config.add_noqa:
             cache.put(keys[index], result.findings, result.dependencies or None)
+    # What a record of the run (devlint.replay) names as the bytes checked: never a fixed file's.
+    for index, value in digests.items():
+        if results[index] is not None and results[index].fixed_source is None:
+            results[index].digest = value
     return results  # type: ignore[return-value]
 
 

@@ -1,0 +1,19 @@
+"""The `devlint` command (the installed script and `python -m devlint`): a check run before with
+nothing it rests on changed is replayed (devlint.replay); anything else is the click command line."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from devlint import replay
+
+    argv = sys.argv[1:]
+    code = replay.attempt(argv)
+    if code is not None:
+        sys.exit(code)
+    replay.ARGV = argv  # (this run may be recorded)
+    from devlint.cli import main as command_line
+
+    command_line()
