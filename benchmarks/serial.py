@@ -13,8 +13,9 @@ For each tree of devlint (or the installed devlint when no --tree is given), sid
   a busy machine) and from CPU times, taking a -j N run to last its parent's CPU time plus its
   workers' CPU time shared among N cores (what it would take on N idle cores), which does not depend
   on the load. Work every worker repeats shows up as serial there too, as it should.
-- warm (cache filled, nothing changed) and one file (`--no-cache`, pre-commit style): the best of
-  --repeat runs, wall and CPU time.
+- warm (cache filled, nothing changed: a replay, devlint.replay), warm without a replay (`-o`, which
+  is never recorded: every result from the result cache) and one file (`--no-cache`, pre-commit
+  style): the best of --repeat runs, wall and CPU time.
 
 A tree runs from its folder (PYTHONPATH) under this interpreter, which then must not have devlint
 installed (as benchmarks/compare_trees.py; /work/cmpvenv is such an interpreter). CPU times are
@@ -175,7 +176,10 @@ def main() -> int:
             cache = os.path.join(work, "cache")  # devlint creates it (it refuses a folder it did not mark)
             run(tree.command("--cache-dir", cache, "."), **kwargs)  # fill the cache
             warm = best(args.repeat, tree.command("--cache-dir", cache, "."), **kwargs)
-        print(row("warm (cache filled)", warm))
+            # -o is never recorded (devlint.replay): every file from the result cache, nothing replayed.
+            unreplayed = best(args.repeat, tree.command("--cache-dir", cache, "-o", os.devnull, "."), **kwargs)
+        print(row("warm (cache filled: replayed)", warm))
+        print(row("warm, not replayed (-o: from the result cache)", unreplayed))
         single = best(args.repeat, tree.command("--no-cache", one), **kwargs)
         print(row("one file (--no-cache)", single))
         summary.append((tree.name, coldn.parent, cpu_serial, warm, single))
