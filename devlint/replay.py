@@ -197,7 +197,9 @@ def _valid_record(argv: list[str], arguments: Arguments) -> dict | None:
         known[os.path.normpath(os.path.join(cwd, path))] = digest  # (read_regular read it whole: under READ_LIMIT)
     if not depends.unchanged(record["rests_on"], {}, known):
         return None
-    if type(record.get("writes")) is not list or type(record.get("exit")) is not int:
+    writes = record.get("writes")
+    if type(writes) is not list or type(record.get("exit")) is not int or not all(
+            type(w) is list and len(w) == 2 and w[0] in ("out", "err") and type(w[1]) is str for w in writes):
         return None
     return record
 

@@ -155,10 +155,17 @@ def test_a_check_with_an_unreadable_file_is_not_recorded(project):
     assert not list((project / ".devlint_cache").glob("run-*.json"))
 
 
-def test_a_damaged_record_is_a_run(project):
+def damage(text: str) -> str:
+    data = json.loads(text)
+    data["writes"].append([1, 2])
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("damaged", [lambda text: '{"format": 1, "key": 3', damage])
+def test_a_damaged_record_is_a_run(project, damaged):
     first = devlint(project, "src")
     for record in (project / ".devlint_cache").glob("run-*.json"):
-        record.write_text('{"format": 1, "key": 3')
+        record.write_text(damaged(record.read_text()))
     again = devlint(project, "src")
     assert again.how == "ran" and again.shown() == first.shown()
     assert devlint(project, "src").how == "replayed"
