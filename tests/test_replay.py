@@ -171,10 +171,16 @@ def test_a_damaged_record_is_a_run(project, damaged):
     assert devlint(project, "src").how == "replayed"
 
 
-def test_records_are_capped(project):
+def test_only_the_newest_records_are_kept(tmp_path):
     for n in range(replay.KEEP + 3):
-        devlint(project, "src", "--select", "DL001", "--extend-select", f"DL00{n % 9 + 1}", "-j", str(n + 1))
-    assert len(list((project / ".devlint_cache").glob("run-*.json"))) == replay.KEEP
+        record = tmp_path / f"run-{n:02}.json"
+        record.write_text("{}")
+        os.utime(record, ns=(n * 10**9, n * 10**9))
+    (tmp_path / "results-x.json").write_text("{}")
+    replay._keep_newest(str(tmp_path))
+    kept = sorted(p.name for p in tmp_path.glob("run-*.json"))
+    assert kept == [f"run-{n:02}.json" for n in range(3, replay.KEEP + 3)]
+    assert (tmp_path / "results-x.json").exists()
 
 
 def test_the_grammar_read_without_click():
