@@ -293,12 +293,18 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int,
 def _checker_likely_needed(data: list | None, jobs: int) -> bool:
     """Whether every worker will likely import the checker (LibCST and the rules, about 0.25 s each):
     then the parent imports it once before forking, and each forked worker has it (issue 28: on 16
-    cores, 15 imports fewer). A guess, never a correctness question: at least `jobs` files that
-    mention torch, or files the parent did not read (--no-cache: a project linted for PyTorch
-    device bugs). A project whose files the pre-pass all clears never imports it."""
+    cores, 15 imports fewer). A guess, never a correctness question: at least `jobs` files mention
+    what most files the pre-pass sends to the checker mention (devlint.candidates). Files the parent
+    did not read (--no-cache) are not read for it: there each worker imports the checker if it needs
+    it, and a run whose files the pre-pass all clears never does."""
     if data is None:
-        return True
-    return sum(1 for each in data if each is None or b"torch" in each) >= jobs
+        return False
+    likely = sum(1 for each in data if each is not None and any(word in each for word in _CHECKED_WORDS))
+    return likely >= jobs
+
+
+# What the files a rule could flag mostly say (`.cuda()`, `torch.load`, `.to(device)`, "cuda:0").
+_CHECKED_WORDS = (b"cuda", b"load", b".to(", b"device")
 
 
 def _import_checker(config: Config) -> None:

@@ -14,10 +14,11 @@ from tests.test_warm_start import _imports_libcst, devlint_in_subprocess
 
 
 def test_the_guess():
-    assert _checker_likely_needed(None, 2)  # --no-cache: the parent did not read the files
-    assert not _checker_likely_needed([b"x = 1\n"] * 20, 2)
-    assert not _checker_likely_needed([b"import torch\n"] + [b"x = 1\n"] * 19, 2)
-    assert _checker_likely_needed([b"import torch\n"] * 2 + [b"x = 1\n"] * 18, 2)
+    assert not _checker_likely_needed(None, 2)  # --no-cache: the parent did not read the files
+    assert not _checker_likely_needed([None] * 20, 2)
+    assert not _checker_likely_needed([b"import torch\nx = torch.relu(y)\n"] * 20, 2)
+    assert not _checker_likely_needed([b"x.cuda()\n"] + [b"x = 1\n"] * 19, 2)
+    assert _checker_likely_needed([b"x.cuda()\n", b"torch.load(p)\n"] + [b"x = 1\n"] * 18, 2)
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="-j 2 needs two cores")
