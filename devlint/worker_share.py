@@ -4,7 +4,8 @@ The project index answers a flag's callers by summarising every project file tha
 name (devlint.analysis.project_calls): the same hundred files for every worker, about a second
 each on the torch sources, work that did not get faster with more cores (issue 28). A worker puts
 each summary here under its content key (the digest of the file's bytes), and a worker that needs it
-later loads it instead of parsing the file again.
+later loads it instead of parsing the file again. So are the facts the project index reads of a
+module (devlint.analysis.project_files: nn/modules/module.py, asked by every file with a module class).
 
 The folder is private to the run (mkdtemp: mode 0700), created by devlint before its workers start
 and removed when they are done; each value is written whole under a temporary name and renamed
@@ -86,7 +87,7 @@ def _claim(path: str) -> bool:
             handle.write(str(os.getpid()))
         os.link(mine, f"{path}.claim")
     except FileExistsError:
-        return _claimant(path) is None
+        return _claimant(path) in (None, os.getpid())  # (its own claim: never waited for)
     except OSError:  # (a removed folder, no links: nothing is shared)
         return True
     finally:
