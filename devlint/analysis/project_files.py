@@ -46,6 +46,8 @@ def summarise_file(path: str, data: bytes, module: str | None) -> FileFacts | No
     project modules (nn/modules/module.py for every torch module), at about the same time."""
     from devlint import worker_share
 
+    if worker_share.FOLDER is None:
+        return _summarise_file(path, data, module)
     key = digest(f"{path}\0{module}\0".encode("utf-8", "surrogatepass") + data)
     return worker_share.obtain("facts", key, lambda: _summarise_file(path, data, module))
 
