@@ -97,3 +97,92 @@ def test_sibling_workers_start_far_apart_in_a_shared_list(share, monkeypatch):
     assert min(abs(a - b) for i, a in enumerate(places) for b in places[i + 1:]) >= 10
     monkeypatch.setattr(worker_share, "FOLDER", None)
     assert worker_share.place(90) == 0  # (one process: the list's own order)
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_value_another_worker_is_computing_is_waited_for_and_one_whose_claimant_died_is_computed(share):
+    import subprocess
+    import threading
+
+    computed = []
+
+    def compute():
+        computed.append(1)
+        return "mine"
+
+    path = Path(share, "uses-k1.claim")
+    sibling = subprocess.Popen(["sleep", "30"])  # a live process holding the claim
+    try:
+        path.write_text(str(sibling.pid))
+        assert worker_share.obtain("uses", "k1", compute, wait=False) is worker_share.BUSY
+
+        def finish():  # the sibling stores its value and lets go
+            worker_share.store("uses", "k1", "theirs")
+            path.unlink()
+
+        threading.Timer(0.05, finish).start()
+        assert worker_share.obtain("uses", "k1", compute) == "theirs"
+        assert computed == []
+    finally:
+        sibling.kill()
+        sibling.wait()
+    Path(share, "uses-k2.claim").write_text(str(_dead_pid()))  # a worker that died mid-way
+    assert worker_share.obtain("uses", "k2", compute, wait=False) == "mine"
+    assert computed == [1]
+    assert worker_share.load("uses", "k2") == "mine"
+    assert not [p for p in os.listdir(share) if p.endswith(".claim") and "k2" not in p]  # released
+
+
+def test_two_workers_asking_for_the_same_summaries_at_once_compute_each_once(share, tmp_path):
+    # Both workers walked the list in step: each computed what the other was computing (issue 28).
+    import multiprocessing
+    import time
+
+    log = tmp_path / "computed"
+    sources = [(f"k{i}", f"def f{i}(cuda=True):\n    pass\n") for i in range(24)]
+    slow = project_calls._summarise
+
+    def summarise(source):
+        time.sleep(0.01)  # (long enough for the other worker to reach the same file)
+        with open(log, "a") as handle:
+            handle.write(source.split("(")[0].split()[1] + "\n")
+        return slow(source)
+
+    def worker(start):
+        project_calls._summarise = summarise
+        start.wait()
+        index = type("Index", (), {})()
+        project_calls._summarise_shared(index, sources)
+        os._exit(0 if all(project_calls._summaries(index)[k] == slow(s) for k, s in sources) else 1)
+
+    context = multiprocessing.get_context("fork")
+    start = context.Event()
+    workers = [context.Process(target=worker, args=(start,)) for _ in range(2)]
+    for process in workers:
+        process.start()
+    start.set()
+    for process in workers:
+        process.join(30)
+    assert [p.exitcode for p in workers] == [0, 0]
+    assert sorted(log.read_text().split()) == sorted(f"f{i}" for i in range(24))  # each once
+
+
+def test_a_modules_index_facts_are_computed_once_per_run(share, monkeypatch):
+    from devlint.analysis import project_files
+
+    data = b"import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+    expected = project_files.summarise_file("/p/net.py", data, "net")
+    calls = []
+    monkeypatch.setattr(project_files, "_summarise_file", lambda *a: calls.append(a))
+    assert project_files.summarise_file("/p/net.py", data, "net") == expected  # loaded
+    assert calls == []
+    project_files.summarise_file("/p/other.py", data, "other")  # the facts name their file: not shared
+    assert calls == [("/p/other.py", data, "other")]

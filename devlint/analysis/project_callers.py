@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 
 from devlint import depends
-from devlint.analysis.project_calls import _DYNAMIC_WORDS, _memo_summary, _project_files, _summaries, _words
+from devlint.analysis.project_calls import _DYNAMIC_WORDS, _memo_summary, _project_files, _summarise_shared, _words
 
 
 def reaching_calls(name: str, own_code: str, view, module: str) -> dict | None:
@@ -46,6 +46,7 @@ def reaching_calls(name: str, own_code: str, view, module: str) -> dict | None:
     if files is None:
         return None
     summaries = {}
+    needed = {}  # path -> (its digest, the bytes of that digest)
     for path in files:
         if path == view.path:
             continue
@@ -56,10 +57,12 @@ def reaching_calls(name: str, own_code: str, view, module: str) -> dict | None:
         if name not in words and not words & _DYNAMIC_WORDS:
             summaries[path] = None  # (no call of the name, nor a binding of it)
             continue
-        summary = _summary(view.index, path, observed)
-        if summary is _UNREADABLE:
-            return None
-        summaries[path] = summary
+        summaries[path] = needed[path] = (observed, words.data)
+    _summarise_shared(index, list(needed.values()))  # (each summary computed by one of the run's workers)
+    for path, (observed, data) in needed.items():
+        summaries[path] = _memo_summary(index, observed, data)
+        if summaries[path] is None:
+            return None  # (does not parse)
     for path, summary in summaries.items():
         if summary is None:
             continue
@@ -69,20 +72,6 @@ def reaching_calls(name: str, own_code: str, view, module: str) -> dict | None:
         if calls:
             total[path] = calls
     return total
-
-
-_UNREADABLE = object()
-
-
-def _summary(index, path: str, observed: str):
-    """The file's summary, or _UNREADABLE when it changed while read or does not parse."""
-    data = None
-    if observed not in _summaries(index):
-        data, _ = depends.read_regular(path)
-        if data is None or depends.digest(data) != observed:
-            return _UNREADABLE
-    summary = _memo_summary(index, observed, data)
-    return _UNREADABLE if summary is None else summary
 
 
 def _bare_calls_foreign(summary, name: str, module: str, summaries: dict) -> bool:

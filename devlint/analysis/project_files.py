@@ -41,6 +41,18 @@ class FileFacts:
 
 
 def summarise_file(path: str, data: bytes, module: str | None) -> FileFacts | None:
+    """The file's facts; None when it does not parse. In a run with workers, the facts one worker
+    found are loaded by the others (devlint.worker_share): the index of each worker reads the same
+    project modules (nn/modules/module.py for every torch module), at about the same time."""
+    from devlint import worker_share
+
+    if worker_share.FOLDER is None:
+        return _summarise_file(path, data, module)
+    key = digest(f"{path}\0{module}\0".encode("utf-8", "surrogatepass") + data)
+    return worker_share.obtain("facts", key, lambda: _summarise_file(path, data, module))
+
+
+def _summarise_file(path: str, data: bytes, module: str | None) -> FileFacts | None:
     import ast
 
     from devlint.prefilter import parsed_or_none  # (here, as `ast`: kept off the warm run's imports)
