@@ -216,7 +216,8 @@ def save(folder: str, arguments: Arguments, file_settings, discover: list, disco
 
     if ARGV is None or not streams_usable() or not cache_folder._has_tag(folder):
         return
-    if parse(ARGV) is None or parse(ARGV).stored() != arguments.stored():
+    read_here = parse(ARGV)
+    if read_here is None or read_here.stored() != arguments.stored():
         return  # (read here otherwise than click read it: a replay would never find it)
     rests_on: dict[str, str] = {}  # what all the results rest on: the files share most of it
     for result in results:
