@@ -24,7 +24,7 @@ from dataclasses import asdict
 from devlint import __version__
 from devlint.cache_folder import (  # noqa: F401  (re-exported: where they were always imported from)
     CACHE_DIR_NAME, GITIGNORE, TAG, TAG_NAME, _has_tag, _is_legacy, default_directory, is_cache_dir, not_a_cache,
-    usual_mode, project_root,
+    project_root, remove_quietly, usual_mode, write_atomically,
 )
 from devlint.code_fingerprint import fingerprint
 from devlint.model import Applicability, Edit, Finding, Fix, Position
@@ -152,7 +152,7 @@ class ResultCache:
                 usual_mode(tmp)
                 os.replace(tmp, self.path)
             except BaseException:
-                _remove_quietly(tmp)
+                remove_quietly(tmp)
                 raise
             self.changed = False
         except OSError as exc:
@@ -165,7 +165,7 @@ class ResultCache:
             if _has_tag(directory):
                 return True
             if _is_legacy(directory):
-                _write_atomically(directory, TAG_NAME, TAG)
+                write_atomically(directory, TAG_NAME, TAG)
                 return True
             return False
         # Build the folder under a temporary name, then rename it into place: no one ever sees the
@@ -189,33 +189,12 @@ class ResultCache:
         finally:
             if os.path.lexists(building):
                 for name in (TAG_NAME, ".gitignore"):
-                    _remove_quietly(os.path.join(building, name))
+                    remove_quietly(os.path.join(building, name))
                 try:
                     os.rmdir(building)
                 except OSError:
                     pass
         return _has_tag(directory)  # another run created it meanwhile
-
-
-def _write_atomically(directory: str, name: str, content: bytes) -> None:
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-        usual_mode(tmp)
-        os.replace(tmp, os.path.join(directory, name))
-    except BaseException:
-        _remove_quietly(tmp)
-        raise
-
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _short(exc: BaseException) -> str:

@@ -93,3 +93,25 @@ def umask() -> int:
     mask = os.umask(0o022)  # the only portable way to read it is to set it: put it back at once
     os.umask(mask)
     return mask
+
+
+def write_atomically(directory: str, name: str, content: bytes) -> None:
+    """Write `content` as `directory`/`name`, whole or not at all: a reader sees the old file or the new."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        usual_mode(tmp)
+        os.replace(tmp, os.path.join(directory, name))
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+
+
+def remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -38,6 +38,15 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
+def places(paths: list[str]) -> list[str]:
+    """The absolute path of each path (os.path.abspath, asking for the current folder once): how a
+    run names its own files in the `known` of `observe` and `unchanged`, and where the project index
+    resolves their imports from."""
+    cwd = os.getcwd()
+    join, normpath, isabs = os.path.join, os.path.normpath, os.path.isabs
+    return [normpath(path if isabs(path) else join(cwd, path)) for path in paths]
+
+
 def read_regular(path: str, limit: int = READ_LIMIT) -> tuple[bytes | None, os.stat_result | None]:
     """(the bytes of the regular file at `path`, symbolic links followed, its stat) or (None, stat or
     None) when it is anything else, missing, unreadable or over `limit` bytes. Never blocks on a FIFO,

@@ -31,7 +31,6 @@ class Discovered:
         return isinstance(other, Discovered) and (self.files, self.errors, self.skipped) == (
             other.files, other.errors, other.skipped)
 
-
     def __repr__(self) -> str:
         return f"Discovered(files={self.files!r}, errors={self.errors!r}, skipped={self.skipped!r})"
 

@@ -168,8 +168,7 @@ def _valid_record(argv: list[str], arguments: Arguments) -> dict | None:
     file_settings = settings.resolve([p for p in arguments.paths if p != "-"] or ["."], arguments.config,
                                      arguments.isolated)
     folder = arguments.cache_dir or cache_folder.default_directory(arguments.paths, file_settings.path)
-    cwd = os.getcwd()
-    name = key(argv, cwd)
+    name = key(argv, os.getcwd())
     if not cache_folder._has_tag(folder):
         return None
     try:
@@ -190,11 +189,11 @@ def _valid_record(argv: list[str], arguments: Arguments) -> dict | None:
     if len(digests) != len(discovered.files):
         return None
     known: dict[str, str] = {}
-    for path, digest in zip(discovered.files, digests):
+    for path, place, digest in zip(discovered.files, depends.places(discovered.files), digests):
         data, _info = depends.read_regular(path)
         if data is None or depends.digest(data) != digest:
             return None
-        known[os.path.normpath(os.path.join(cwd, path))] = digest  # (read_regular read it whole: under READ_LIMIT)
+        known[place] = digest  # (read_regular read it whole: under READ_LIMIT)
     if not depends.unchanged(record["rests_on"], {}, known):
         return None
     writes = record.get("writes")
@@ -231,27 +230,17 @@ def save(folder: str, arguments: Arguments, file_settings, discover: list, disco
               "settings": [file_settings.path, file_settings.root, file_settings.values],
               "discover": discover, "discovered": _stored_discovery(discovered),
               "files": [r.digest for r in results], "rests_on": rests_on, "writes": writes, "exit": exit_code}
-    import tempfile
-
     try:
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{PREFIX}", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as handle:
-                json.dump(record, handle, separators=(",", ":"))
-            cache_folder.usual_mode(temporary)
-            os.replace(temporary, os.path.join(folder, f"{PREFIX}{name}.json"))
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            raise
+        cache_folder.write_atomically(folder, f"{PREFIX}{name}.json",
+                                      json.dumps(record, separators=(",", ":")).encode("ascii"))
         _keep_newest(folder)
     except (OSError, ValueError, TypeError):
         pass  # a record is only an optimisation
 
 
 def _keep_newest(folder: str) -> None:
+    from devlint import cache_folder
+
     records = []
     with os.scandir(folder) as entries:
         for entry in entries:
@@ -261,7 +250,4 @@ def _keep_newest(folder: str) -> None:
                 except OSError:
                     pass
     for _, path in sorted(records)[:-KEEP]:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        cache_folder.remove_quietly(path)

@@ -110,7 +110,7 @@ def check_files(paths: list[str], config: Config, *, write: bool, jobs: int = 1,
     seen: dict[str, str | None] = {}  # what the dependencies of cached results hold, looked at once per run
     if cache is None:
         todo = list(range(len(paths)))
-    places = _places(paths) if cache is not None else ()
+    places = depends.places(paths) if cache is not None else ()
     # Each file's bytes are hashed once: the digest its dependants recorded (devlint.depends) is
     # the one its key is made of.
     digests: dict[int, str] = {}
@@ -171,13 +171,6 @@ def place(path: str) -> str:
     """Where the file is, as the project index resolves its imports from (devlint.analysis.project): two files
     with the same bytes in two folders may import different things, so they have different keys."""
     return os.path.abspath(path)
-
-
-def _places(paths: list[str]) -> list[str]:
-    """place() of each path, asking for the current folder once (abspath asks for each path)."""
-    cwd = os.getcwd()
-    join, normpath, isabs = os.path.join, os.path.normpath, os.path.isabs
-    return [normpath(path if isabs(path) else join(cwd, path)) for path in paths]
 
 
 def _has_applicable_fix(findings, config: Config) -> bool:

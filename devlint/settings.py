@@ -42,7 +42,6 @@ class FileSettings:
         return isinstance(other, FileSettings) and (self.path, self.root, self.values) == (
             other.path, other.root, other.values)
 
-
     def __repr__(self) -> str:
         return f"FileSettings(path={self.path!r}, root={self.root!r}, values={self.values!r})"
 
