@@ -71,7 +71,10 @@ def run(command: list[str], env: dict | None = None, cwd: str | None = None) -> 
 
 def best(repeat: int, command: list[str], **kwargs) -> Run:
     """The fastest of `repeat` runs by wall time; its CPU time is the least seen (the least disturbed)."""
-    runs = [run(command, **kwargs) for _ in range(max(1, repeat))]
+    return fastest_of([run(command, **kwargs) for _ in range(max(1, repeat))])
+
+
+def fastest_of(runs: list[Run]) -> Run:
     fastest = min(runs, key=lambda r: r.wall)
     fastest.cpu = min(r.cpu for r in runs)
     parents = [r.parent for r in runs if r.parent is not None]
@@ -155,13 +158,23 @@ def main() -> int:
     print(f"cores: {os.cpu_count()}; load average at start: {load:.1f} (wall times are noise when it is high)\n")
     print(f"  {'':44} {'wall s':>8} {'cpu s':>8} {'parent':>8}")
 
-    summary = []
+    # The cold runs take turns, tree after tree and -j 1 after -j N: this machine's speed drifts by
+    # a tenth over minutes (other tenants, clocks), which run one tree after the other would take
+    # for a difference between trees, and the fit (twice the -j N time less the -j 1 time) doubles.
+    cold: dict[tuple[int, str], list[Run]] = {}
     for tree in trees:
+        run(tree.command("--no-cache", "--select", "ALL", one), env=tree.env, cwd=folder)  # compiles its modules
+    for _ in range(max(1, args.cold_repeat)):
+        for number, tree in enumerate(trees):
+            for jobs in ("1", str(args.jobs)):
+                cold.setdefault((number, jobs), []).append(
+                    run(tree.command("--no-cache", "-j", jobs, "."), env=tree.env, cwd=folder))
+
+    summary = []
+    for number, tree in enumerate(trees):
         print(f"devlint {tree.name}")
         kwargs = {"env": tree.env, "cwd": folder}
-        run(tree.command("--no-cache", "--select", "ALL", one), **kwargs)  # compiles what a run imports
-        cold1 = best(args.cold_repeat, tree.command("--no-cache", "-j", "1", "."), **kwargs)
-        coldn = best(args.cold_repeat, tree.command("--no-cache", "-j", str(args.jobs), "."), **kwargs)
+        cold1, coldn = fastest_of(cold[number, "1"]), fastest_of(cold[number, str(args.jobs)])
         for name, r in (("cold -j 1", cold1), (f"cold -j {args.jobs}", coldn)):
             print(row(name, r))
             if r.code != 0:

@@ -7,7 +7,9 @@ import sys
 
 
 def main() -> None:
-    from devlint import replay
+    from devlint import collector, replay
+
+    collector.tune()
 
     argv = sys.argv[1:]
     code = replay.attempt(argv)

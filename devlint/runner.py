@@ -8,7 +8,7 @@ import stat
 import sys
 from dataclasses import replace
 
-from devlint import schedule, worker_share
+from devlint import collector, schedule, worker_share
 from devlint.cache import ResultCache
 from devlint.config import Config
 from devlint.documents import check_document, written_encoding
@@ -209,6 +209,7 @@ def _start_worker(parent: int, stop, share: str | None = None) -> None:
 
     global _stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    collector.tune()  # (inherited with fork; set for the platforms that spawn)
     _stop = stop
     worker_share.FOLDER = share  # (inherited with fork; set for the platforms that spawn)
     _exit_with_parent(parent)
@@ -277,6 +278,8 @@ def _in_workers(paths: list[str], config: Config, write: bool, jobs: int,
         _import_checker(config)
     stop = (context or multiprocessing).Event()
     share = worker_share.start()  # what one worker computes that the others would compute again
+    if context is not None:
+        collector.before_fork()
     try:
         return _run_pool(paths, config, write, jobs, data, context, stop, share)
     finally:
