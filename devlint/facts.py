@@ -307,22 +307,19 @@ class FileFacts:
     def nodes(self, node_type: type) -> list[cst.CSTNode]:
         return self.nodes_by_type.get(node_type, [])
 
-    def names_imported_from(self, package: str, original: str | None = None) -> set[str]:
-        """Names bound by `from package[.x] import ...` anywhere (every name, after a star import);
-        with `original`, only those bound by importing that name (`from torch import load as tl`)."""
+    def names_imported_from(self, package: str) -> set[str]:
+        """Names bound by `from package[.x] import ...` anywhere (every name, after a star import)."""
         cache = self.__dict__.setdefault("_imported_from", {})
-        key = (package, original)
-        if key not in cache:
+        if package not in cache:
             names: set[str] = set()
             for node in self.nodes(cst.ImportFrom):
                 module = dotted_name(node.module) if node.module is not None else ""
                 if isinstance(node.names, cst.ImportStar):
-                    return cache.setdefault(key, _EVERYTHING)
+                    return cache.setdefault(package, _EVERYTHING)
                 if not node.relative and module and module.split(".")[0] == package:
-                    names.update((dotted_name(a.asname.name) if a.asname else dotted_name(a.name)) for a in node.names
-                                 if original is None or dotted_name(a.name) == original)
-            cache[key] = names
-        return cache[key]
+                    names.update((dotted_name(a.asname.name) if a.asname else dotted_name(a.name)) for a in node.names)
+            cache[package] = names
+        return cache[package]
 
     def bindings(self, node: cst.CSTNode, name: str | None = None) -> list[Assignment]:
         """The assignments a name at `node` may refer to (builtins excluded: they have no node)."""

@@ -346,16 +346,15 @@ class TorchLoadWithoutMapLocation(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        # Cheapest first: syntax, then the guard logic, and only then qualified names (scope analysis).
-        # Every loader is named `load`: a bare name must have been imported as one (`from torch
-        # import load as tl`). The guard logic may ask how the whole project calls a function (the
-        # project index): asked of every call of a name imported from torch, it made torch's
-        # nn/functional.py read and summarise 91 other files for calls that load nothing.
+        # Cheapest first: syntax, what the name refers to through the file's imports, and only then
+        # the guard logic, which may ask how the whole project calls a function (the project index).
+        # Asked first, it made torch's nn/functional.py read and summarise 91 other files of the
+        # project, for calls that load nothing.
         func = node.func
         if isinstance(func, cst.Attribute):
             if func.attr.value != "load":
                 return
-        elif not (isinstance(func, cst.Name) and func.value in self.ctx.names_imported_from("torch", "load")):
+        elif not (isinstance(func, cst.Name) and func.value in self.ctx.names_imported_from("torch")):
             return
         if has_double_star_args(node):
             return
@@ -364,9 +363,9 @@ class TorchLoadWithoutMapLocation(Rule):
             return
         if given is None and has_star_args(node):
             return
-        if self.ctx.guards.is_guarded(node):
-            return
         if not (self.ctx.qualified_names(func) & LOADERS):
+            return
+        if self.ctx.guards.is_guarded(node):
             return
         path = find_arg(node, "f", 0)
         if path is not None and placement(self.ctx).saved_on_cpu(path.value):
