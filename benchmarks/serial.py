@@ -39,34 +39,85 @@ from corpus import python_files, torch_sources  # noqa: E402
 
 # Runs devlint as `python -m devlint` does, and writes its own (parent-only) CPU seconds to the file
 # named by DEVLINT_BENCH_CPU when it exits. Forked workers leave through os._exit: they write nothing.
+# With DEVLINT_BENCH_TIMELINE, each worker writes to that file when it is ready to check (its first
+# chunk imports the checker first, timed apart) and when each chunk ends, and devlint when it exits.
 _PROBE = (
-    "import atexit, os, resource, runpy, sys\n"
+    "import atexit, os, resource, runpy, sys, time\n"
+    "_timeline = os.environ.pop('DEVLINT_BENCH_TIMELINE', None)\n"
+    "def _mark(kind):\n"
+    "    with open(_timeline, 'a') as handle: handle.write(f'{os.getpid()} {kind} {time.time()!r}\\n')\n"
     "def _report(out=os.environ.pop('DEVLINT_BENCH_CPU')):\n"
     "    usage = resource.getrusage(resource.RUSAGE_SELF)\n"
     "    with open(out, 'w') as handle: handle.write(str(usage.ru_utime + usage.ru_stime))\n"
+    "    if _timeline: _mark('exit')\n"
     "atexit.register(_report)\n"
+    "if _timeline:\n"
+    "    import devlint.runner as _runner\n"
+    "    _checked = _runner._check_chunk\n"
+    "    def _check_chunk(paths, config, *args, **kwargs):\n"
+    "        if not getattr(_check_chunk, 'ready', False):\n"
+    "            _runner._import_checker(config)\n"
+    "            _check_chunk.ready = True\n"
+    "            _mark('ready')\n"
+    "        try:\n"
+    "            return _checked(paths, config, *args, **kwargs)\n"
+    "        finally:\n"
+    "            _mark('chunk')\n"
+    "    _check_chunk.__module__, _check_chunk.__qualname__ = 'devlint.runner', '_check_chunk'\n"
+    "    _runner._check_chunk = _check_chunk\n"
     "sys.argv[0] = 'devlint'\n"
     "runpy.run_module('devlint', run_name='__main__', alter_sys=True)\n"
 )
 
 
 class Run:
-    def __init__(self, wall: float, cpu: float, parent: float | None, code: int, output: str) -> None:
+    def __init__(self, wall: float, cpu: float, parent: float | None, code: int, output: str,
+                 idle: float | None = None) -> None:
         self.wall, self.cpu, self.parent, self.code, self.output = wall, cpu, parent, code, output
+        # (a -j N run's timeline) the part of the run that was not N workers checking: wall time less
+        # the workers' time from ready to their last chunk's end, shared among them
+        self.idle = idle
 
 
-def run(command: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
+def run(command: list[str], env: dict | None = None, cwd: str | None = None, timeline: bool = False) -> Run:
     """One run: wall seconds, CPU seconds of every process it started, and (devlint) its own."""
-    with tempfile.NamedTemporaryFile("r", suffix=".cpu") as report:
+    with tempfile.NamedTemporaryFile("r", suffix=".cpu") as report, \
+            tempfile.NamedTemporaryFile("r", suffix=".timeline") as marks:
         env = dict(env or os.environ, DEVLINT_BENCH_CPU=report.name)
+        if timeline:
+            env["DEVLINT_BENCH_TIMELINE"] = marks.name
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        launched = time.time()
         started = time.perf_counter()
         done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         text = report.read().strip()
+        idle = _idle(marks.read(), launched) if timeline else None
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr)
+    return Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr, idle)
+
+
+def _idle(marks: str, launched: float) -> float | None:
+    """From the marks of a -j N run: its time from launch to exit, less the time each worker worked
+    (ready to its last chunk's end) shared among the workers. What a run on N idle cores cannot do in
+    parallel: the start before the workers are ready, their import, the tail after the first worker
+    ran out of work, the end. Measured within one run, it does not drift with the machine's speed."""
+    ready: dict[str, float] = {}
+    last: dict[str, float] = {}
+    ended = None
+    for line in marks.splitlines():
+        pid, kind, when = line.split()
+        if kind == "ready":
+            ready[pid] = float(when)
+        elif kind == "chunk":
+            last[pid] = float(when)
+        elif kind == "exit":
+            ended = float(when)
+    if ended is None or not ready:
+        return None
+    working = sum(last[pid] - ready[pid] for pid in ready if pid in last)
+    return (ended - launched) - working / len(ready)
 
 
 def best(repeat: int, command: list[str], **kwargs) -> Run:
@@ -77,6 +128,8 @@ def best(repeat: int, command: list[str], **kwargs) -> Run:
 def fastest_of(runs: list[Run]) -> Run:
     fastest = min(runs, key=lambda r: r.wall)
     fastest.cpu = min(r.cpu for r in runs)
+    idles = [r.idle for r in runs if r.idle is not None]
+    fastest.idle = min(idles) if idles else None
     parents = [r.parent for r in runs if r.parent is not None]
     fastest.parent = min(parents) if parents else None
     return fastest
@@ -168,7 +221,7 @@ def main() -> int:
         for number, tree in enumerate(trees):
             for jobs in ("1", str(args.jobs)):
                 cold.setdefault((number, jobs), []).append(
-                    run(tree.command("--no-cache", "-j", jobs, "."), env=tree.env, cwd=folder))
+                    run(tree.command("--no-cache", "-j", jobs, "."), env=tree.env, cwd=folder, timeline=jobs != "1"))
 
     summary = []
     for number, tree in enumerate(trees):
@@ -185,6 +238,8 @@ def main() -> int:
         cpu_serial, cpu_parallel = fit(cold1.cpu, (coldn.parent or 0.0) + workers / args.jobs, args.jobs)
         print(f"  {'fit from wall times: serial, parallel':44} {wall_serial:8.2f} {wall_parallel:8.2f}")
         print(f"  {'fit from CPU times: serial, parallel':44} {cpu_serial:8.2f} {cpu_parallel:8.2f}")
+        if coldn.idle is not None:
+            print(f"  {f'-j {args.jobs} timeline: not all workers checking':44} {coldn.idle:8.2f}")
         with tempfile.TemporaryDirectory() as work:
             cache = os.path.join(work, "cache")  # devlint creates it (it refuses a folder it did not mark)
             run(tree.command("--cache-dir", cache, "."), **kwargs)  # fill the cache
