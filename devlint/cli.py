@@ -182,7 +182,8 @@ def check(paths, output_file, exit_zero, fix, diff, exit_non_zero_on_fix, show_f
     if code != EXIT_ERROR and exit_non_zero_on_fix and any(r.fixed_source for r in results):
         code = 1
     # A check that wrote nothing but its report, every file read and checked, may be replayed.
-    if replay.ARGV is not None and not (fix or add_noqa) and output_file is None and cache is not None \
+    fixed = fix and any(r.fixed_source is not None or r.applied for r in results)
+    if replay.ARGV is not None and not (fixed or add_noqa) and output_file is None and cache is not None \
             and cache.usable and not cache.warnings and not discovered.errors \
             and all(r.error is None and r.notice is None for r in results):
         replay.save(cache.directory, replay.Arguments(paths, config_path, isolated, cache_dir), file_settings,

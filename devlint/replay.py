@@ -14,9 +14,11 @@ an ordinary one, which may use the result cache):
 - what each result rested on besides its file's bytes (devlint.depends: project files read, folders
   listed, paths looked for): observed again.
 
-Only a check that wrote nothing but its report is recorded: no --fix, --diff, --add-noqa, -o or
-stdin, with the result cache in use and no warning from it, and every file read and checked (none
-unreadable, over the size limit, or failing). The record lives in the cache folder beside the
+Only a check that wrote nothing but its report is recorded: no --diff, --add-noqa, -o or stdin, no
+--fix that fixed anything (one that found nothing to fix, as pre-commit's fixing hook on a clean
+commit, is recorded: with the same bytes, settings and observations it finds nothing again), with the
+result cache in use and no warning from it, and every file read and checked (none unreadable, over
+the size limit, or failing). The record lives in the cache folder beside the
 results (`devlint clean` removes both), written whole under a temporary name and renamed into place;
 the newest KEEP records are kept. Anything unexpected while replaying (an unreadable record, an
 error) is no replay: nothing has been printed yet, and the ordinary run decides.
@@ -45,9 +47,10 @@ ENVIRONMENT = ("NO_COLOR", "FORCE_COLOR", "TERM", "CI", "FORCE_HYPERLINK", "VTE_
 ARGV: list[str] | None = None
 
 # The options a recorded check may have: they change what is printed, never what is written.
+# (--fix writes; such a run is recorded only when it fixed nothing: devlint.cli)
 _FLAGS = frozenset({"-q", "--quiet", "-s", "--silent", "--exit-zero", "--ignore-noqa", "--statistics",
                     "--force-exclude", "--follow-links", "--isolated", "--unsafe-fixes", "--no-unsafe-fixes",
-                    "--show-fixes", "--exit-non-zero-on-fix"})
+                    "--show-fixes", "--exit-non-zero-on-fix", "--fix"})
 _VALUED = {"--select": "--select", "--extend-select": "--extend-select", "--ignore": "--ignore",
            "--output-format": "--output-format", "--device-name": "--device-name",
            "--device-expression": "--device-expression", "--map-location": "--map-location",
@@ -101,7 +104,7 @@ def parse(argv: list[str]) -> Arguments | None:
         elif arg.startswith("-j") and len(arg) > 2:
             values["--jobs"] = arg[2:]
         else:
-            return None  # `-` (stdin), --fix, --diff, --add-noqa, -o, --no-cache, --help, ...
+            return None  # `-` (stdin), --diff, --add-noqa, -o, --no-cache, --help, ...
     if "-" in paths:
         return None
     return Arguments(paths or ["."], values.get("--config"), "--isolated" in flags, values.get("--cache-dir"))

@@ -141,10 +141,24 @@ def test_other_arguments_environment_or_folder_are_other_records(project):
     assert devlint(project, "src").how == "replayed"
 
 
-@pytest.mark.parametrize("options", [["--fix"], ["--diff"], ["--no-cache"], ["--add-noqa"], ["-o", "report.txt"]])
+@pytest.mark.parametrize("options", [["--diff"], ["--no-cache"], ["--add-noqa"], ["-o", "report.txt"]])
 def test_a_check_that_writes_or_skips_the_cache_is_never_replayed(project, options):
     devlint(project, *options, "src")
     assert devlint(project, *options, "src").how == "ran"
+
+
+def test_a_fix_that_fixed_nothing_is_replayed_and_a_new_bug_is_fixed(project):
+    # pre-commit's fixing hook on commit after commit: a run that fixed something is never replayed
+    fixing = devlint(project, "--fix", "src")
+    assert fixing.how == "ran" and "src/buggy.py" not in fixing.out
+    nothing = devlint(project, "--fix", "src")
+    assert nothing.how == "ran"  # the run that fixed was not recorded
+    again = devlint(project, "--fix", "src")
+    assert again.how == "replayed" and again.shown() == nothing.shown()
+    write(project / "src" / "clean.py", BUGGY)
+    fixed = devlint(project, "--fix", "src")
+    assert fixed.how == "ran"
+    assert ".cuda()" not in (project / "src" / "clean.py").read_text()
 
 
 def test_a_check_with_an_unreadable_file_is_not_recorded(project):
@@ -187,7 +201,8 @@ def test_the_grammar_read_without_click():
     assert replay.parse(["src", "-q", "--cache-dir", "c", "--config=p.toml"]).stored() == [["src"], "p.toml", False, "c"]
     assert replay.parse(["check", "--isolated", "-j2"]).stored() == [["."], None, True, None]
     assert replay.parse(["--", "-q"]).stored() == [["-q"], None, False, None]
-    for refused in (["--fix"], ["-"], ["rule", "DL001"], ["clean"], ["--no-cache"], ["-o", "x"], ["--help"],
+    assert replay.parse(["--fix", "src"]).stored() == [["src"], None, False, None]  # (recorded when it fixed nothing)
+    for refused in (["--diff"], ["--fix", "--diff"], ["-"], ["rule", "DL001"], ["clean"], ["--no-cache"], ["-o", "x"], ["--help"],
                     ["--version"], ["--select"], ["-qs"], ["--stdin-filename", "a.py"], ["--", "-"]):
         assert replay.parse(refused) is None, refused
 
