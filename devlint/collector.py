@@ -4,7 +4,7 @@ With Python's default thresholds (700, 10, 10), a cold check of torch's `nn`, `o
 (318 files, -j 1) spent 1.55 s of its 8.7 s collecting: 2,739 young collections and 22 full ones,
 each full one walking a heap of syntax trees, analysis memos and the project index (about 55 ms
 apiece). A run allocates millions of short-lived tree nodes, almost none of them in reference
-cycles, so the young generation is made bigger and the collector runs a tenth as often: 0.55 s in
+cycles, so the young generation is made bigger and the collector runs a ninth as often: 0.55 s in
 all, 2 full collections, the same peak memory (98 MB against 99).
 
 Only the command's own processes and their workers are tuned (devlint.entry, runner workers): a
@@ -18,7 +18,6 @@ import gc
 # (young, middle, old): the young generation is collected every THRESHOLDS[0] allocations net of
 # frees; the others as in Python's default.
 THRESHOLDS = (5000, 10, 10)
-
 
 _tuned = False
 

@@ -36,13 +36,12 @@ def chunks(paths: list[str], data: list | None, jobs: int) -> list[list[int]]:
     grouped: list[list[int]] = []
     current: list[int] = []
     filled = 0
-    budget = max(smallest, left * SHARE_OF_WHAT_IS_LEFT / jobs)
     for index in order:
+        budget = max(smallest, left * SHARE_OF_WHAT_IS_LEFT / jobs)
         if current and (filled + sizes[index] > budget or len(current) == MAX_FILES_PER_CHUNK):
             grouped.append(current)
             left -= filled
             current, filled = [], 0
-            budget = max(smallest, left * SHARE_OF_WHAT_IS_LEFT / jobs)
         current.append(index)
         filled += sizes[index]
     if current:
