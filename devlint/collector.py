@@ -7,8 +7,9 @@ apiece). A run allocates millions of short-lived tree nodes, almost none of them
 cycles, so the young generation is made bigger and the collector runs a ninth as often: 0.55 s in
 all, 2 full collections, the same peak memory (98 MB against 99).
 
-Only the command's own processes and their workers are tuned (devlint.entry, runner workers): a
-program that imports devlint (the editor server, pytest, flake8) keeps its own settings.
+Only a check started from the command line (devlint.entry) and its workers are tuned: `devlint run`
+runs the user's program under Python's own collector, and a program that imports devlint (the editor
+server, pytest, flake8) keeps its own settings.
 """
 
 from __future__ import annotations

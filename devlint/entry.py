@@ -9,9 +9,11 @@ import sys
 def main() -> None:
     from devlint import collector, replay
 
-    collector.tune()
-
     argv = sys.argv[1:]
+    if not (argv and argv[0] in replay.OTHER_COMMANDS):
+        # A check. `devlint run` runs the user's program, whose memory (the virtual GPU's too) keeps
+        # Python's collector; `devlint server` lives for days: nothing of it is ever frozen.
+        collector.tune()
     code = replay.attempt(argv)
     if code is not None:
         sys.exit(code)

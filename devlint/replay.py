@@ -43,6 +43,9 @@ PREFIX = "run-"
 ENVIRONMENT = ("NO_COLOR", "FORCE_COLOR", "TERM", "CI", "FORCE_HYPERLINK", "VTE_VERSION", "TERM_PROGRAM",
                "DOMTERM", "WT_SESSION", "KONSOLE_VERSION")
 
+# The commands other than a check (a first argument that names one is not a path).
+OTHER_COMMANDS = ("rule", "clean", "server", "run")
+
 # The arguments of the command line that started this process (devlint.entry), None in process.
 ARGV: list[str] | None = None
 
@@ -86,7 +89,7 @@ def parse(argv: list[str]) -> Arguments | None:
         arg = args[index]
         index += 1
         if only_paths or (not arg.startswith("-")):
-            if not paths and not only_paths and index == 1 and arg in ("rule", "clean", "server", "run"):
+            if not paths and not only_paths and index == 1 and arg in OTHER_COMMANDS:
                 return None  # a subcommand
             paths.append(arg)
         elif arg == "--":

@@ -57,6 +57,13 @@ def test_the_command_runs_with_the_tuned_thresholds(tmp_path):
     assert found["frozen"] == 0  # no workers were started: nothing frozen
 
 
+@pytest.mark.parametrize("command", ["run", "server"])
+def test_the_commands_that_are_no_check_keep_pythons_collector(tmp_path, command):
+    # `devlint run` runs the user's program (and the virtual GPU's memory) under Python's own collector
+    found = _command(_project(tmp_path, 1), command, "--help")
+    assert tuple(found["thresholds"]) == gc.get_threshold() != collector.THRESHOLDS
+
+
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="-j 2 needs two cores")
 def test_the_command_freezes_what_its_workers_share(tmp_path):
     assert _command(_project(tmp_path, 20), "--no-cache", "-j", "2", ".")["frozen"] > 0
