@@ -16,6 +16,7 @@ from devlint.complexity import (MAX_DEPTH, THREAD_DEPTH, Unanalysable, cannot_pa
                                 run_with_big_stack)
 from devlint.config import Config
 from devlint.context import FileContext
+from devlint.frame_room import call_with_room
 from devlint.fixer import UnplaceableDefinition, apply_edits, apply_fixes, define_device
 from devlint.prefilter import TooComplex, parse_quietly, summarise
 from devlint.model import Applicability, FileError, FileResult, Finding, Fix
@@ -53,8 +54,8 @@ def check_source(path: str, data: bytes, config: Config) -> FileResult:
         with deep_recursion():
             if _needs_big_stack(text):
                 findings = run_with_big_stack(_check_text, text, config, path, result, project)
-            else:
-                findings = _check_text(text, config, path, result, project)
+            else:  # (a thread starts on a fresh frame stack of its own)
+                findings = call_with_room(_check_text, text, config, path, result, project)
     except Unanalysable as exc:
         result.notice = str(exc)
         return result
