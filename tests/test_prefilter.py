@@ -113,3 +113,46 @@ def test_the_prepass_does_not_print_the_users_syntax_warnings():
         summary = summarise('import torch\npattern = "\\d+"\nx = torch.ones(1).cuda()\n')
     assert summary is not None and "cuda" in summary.attribute_calls
     assert [str(w.message) for w in caught] == []
+
+
+def _reference_depth(text: str) -> int:
+    """The LibCST depth as the pre-pass first counted it: every node `ast.iter_child_nodes` gives,
+    leaves (`Load`, `Add`, `Eq`) included, an f-string's literal parts excluded."""
+    import ast
+
+    from devlint.complexity import DepthCounter
+
+    weight = DepthCounter(text).weight
+    deepest, stack = 0, [(ast.parse(text), 0)]
+    while stack:
+        node, depth = stack.pop()
+        depth += weight(node, depth)
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node)
+                     if not (isinstance(node, ast.JoinedStr) and isinstance(child, ast.Constant)))
+    return deepest
+
+
+DEPTH_CASES = [
+    "x\n",
+    "x = a\n",
+    "a = -b\n",
+    "f(a or b or c or d)\n",
+    "y = a < b <= c\n",
+    "s = f'{x!r:>{width}} and {y}' 'tail' 'more'\n",
+    "t = ('a' 'b' 'c' 'd' 'e')\n",
+    "z = [i * 2 for i in range(3) if not i]\n",
+    "del a[0], b.c\n",
+    "g = lambda q: (q + 1) ** 2\n",
+    "x.to('cuda').cuda()[0].numpy()\n",
+    "def f(*, a: int = 1) -> None:\n    global g\n    return a and not g\n",
+    "(" * 90 + "x" + ")" * 90 + "\n",
+    "y = " + " + ".join(["'s'"] * 150) + "\n",
+    "y = " + " ".join(["'s'"] * 400) + "\n",
+]
+
+
+@pytest.mark.parametrize("source", DEPTH_CASES + [p.read_text() for p in SOURCES[:40]])
+def test_the_depth_counts_every_level_the_first_count_did(source):
+    # (the pre-pass no longer visits the leaves, one level each: a file at a limit stays at it)
+    assert summarise.__wrapped__(source).depth == _reference_depth(source)
