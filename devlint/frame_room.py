@@ -2,7 +2,8 @@
 
 CPython 3.11 and later keep Python frames in chunks of 16 KiB and free a chunk as soon as the frame
 at its base returns, so a call that keeps crossing a chunk's edge maps and unmaps memory each time
-(CPython gh-142183; in March 2026 3.13 and 3.14 began to keep one chunk, 3.11 and 3.12 never will).
+(CPython gh-142183: fixed for 3.13 and 3.14 in March 2026 by keeping one chunk; 3.11 and 3.12, which
+get security fixes only, keep freeing it).
 LibCST's visitors recurse a few frames per level of the tree, up and down thousands of times a file,
 and how often they crossed an edge depended on how deep the check happened to be called from:
 checking torch's `nn`, `optim` and `utils` with `-j 1` took 26,000 to 54,000 page faults (0.10 to
