@@ -12,7 +12,9 @@ For each tree of devlint (or the installed devlint when no --tree is given), sid
   everything. The fit `time = serial + parallel / cores` is given twice: from the wall times (noise on
   a busy machine) and from CPU times, taking a -j N run to last its parent's CPU time plus its
   workers' CPU time shared among N cores (what it would take on N idle cores), which does not depend
-  on the load. Work every worker repeats shows up as serial there too, as it should.
+  on the load. Work every worker repeats shows up as serial there too, as it should. Then the
+  page faults of each run's processes and their system time: a count that does not drift with the
+  machine's speed, where work a -j N run adds to -j 1's shows when the times cannot resolve it.
 - warm (cache filled, nothing changed: a replay, devlint.replay), warm without a replay (`-o`, which
   is never recorded: every result from the result cache) and one file (`--no-cache`, pre-commit
   style): the best of --repeat runs, wall and CPU time.
@@ -72,8 +74,11 @@ _PROBE = (
 
 class Run:
     def __init__(self, wall: float, cpu: float, parent: float | None, code: int, output: str,
-                 idle: float | None = None) -> None:
+                 idle: float | None = None, faults: int = 0, system: float = 0.0) -> None:
         self.wall, self.cpu, self.parent, self.code, self.output = wall, cpu, parent, code, output
+        # page faults of every process (a count: it does not drift with the machine's speed, as CPU
+        # time does) and their system time: memory mapped again and again shows there (devlint.frame_room)
+        self.faults, self.system = faults, system
         # (a -j N run's timeline) the part of the run that was not N workers checking: wall time less
         # the workers' time from ready to their last chunk's end, shared among them
         self.idle = idle
@@ -95,7 +100,8 @@ def run(command: list[str], env: dict | None = None, cwd: str | None = None, tim
         text = report.read().strip()
         idle = _idle(marks.read(), launched) if timeline else None
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr, idle)
+    return Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr, idle,
+               after.ru_minflt - before.ru_minflt, after.ru_stime - before.ru_stime)
 
 
 def _idle(marks: str, launched: float) -> float | None:
@@ -132,6 +138,8 @@ def fastest_of(runs: list[Run]) -> Run:
     fastest.idle = min(idles) if idles else None
     parents = [r.parent for r in runs if r.parent is not None]
     fastest.parent = min(parents) if parents else None
+    fastest.faults = min(r.faults for r in runs)
+    fastest.system = min(r.system for r in runs)
     return fastest
 
 
@@ -240,6 +248,8 @@ def main() -> int:
         print(f"  {'fit from CPU times: serial, parallel':44} {cpu_serial:8.2f} {cpu_parallel:8.2f}")
         if coldn.idle is not None:
             print(f"  {f'-j {args.jobs} timeline: not all workers checking':44} {coldn.idle:8.2f}")
+        print(f"  {f'page faults -j 1, -j {args.jobs} (system s)':44} {cold1.faults:,} ({cold1.system:.2f}), "
+              f"{coldn.faults:,} ({coldn.system:.2f})")
         with tempfile.TemporaryDirectory() as work:
             cache = os.path.join(work, "cache")  # devlint creates it (it refuses a folder it did not mark)
             run(tree.command("--cache-dir", cache, "."), **kwargs)  # fill the cache
