@@ -26,13 +26,19 @@ from __future__ import annotations
 FRAME_SLOTS = 3_300
 
 
+def _with_room(function):
+    """`function` with FRAME_SLOTS more local variables, never bound: its frame is big and a call
+    stays a call. Where the interpreter's code objects cannot be so rebuilt, `function` as it is."""
+    code = function.__code__
+    names = code.co_varnames + tuple(f"_room{index}" for index in range(FRAME_SLOTS))
+    try:
+        function.__code__ = code.replace(co_varnames=names, co_nlocals=len(names))
+    except (AttributeError, TypeError, ValueError):  # (another implementation than CPython)
+        pass
+    return function
+
+
+@_with_room
 def call_with_room(function, *args):
     """`function(*args)`, started on a chunk of CPython's frame stack of its own."""
     return function(*args)
-
-
-# The slots are local variables that are never bound: the frame is big and the call stays a call.
-_code = call_with_room.__code__
-_names = _code.co_varnames + tuple(f"_room{index}" for index in range(FRAME_SLOTS))
-call_with_room.__code__ = _code.replace(co_varnames=_names, co_nlocals=len(_names))
-del _code, _names
