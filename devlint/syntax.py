@@ -116,26 +116,30 @@ def walk(root: cst.CSTNode):
     Order follows field order, which is not always source order: compare positions, not order.
     """
     stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
+    push, pop = stack.append, stack.pop
     fields_of = _FIELDS
     kinds = _KINDS
     while stack:
-        node, parent = stack.pop()
+        node, parent = pop()
         yield node, parent
         names = fields_of.get(type(node))
         if names is None:
-            names = fields_of[type(node)] = tuple(f.name for f in dataclasses.fields(node))
-        children = []
+            # (last field first: pushed in reverse, the children come off the stack in field order)
+            names = fields_of[type(node)] = tuple(reversed([f.name for f in dataclasses.fields(node)]))
         for name in names:
             value = getattr(node, name)
             kind = kinds.get(type(value))
             if kind is None:
                 kind = _kind(type(value))
             if kind == _NODE:
-                children.append(value)
+                push((value, node))
             elif kind == _MANY:
-                children.extend(v for v in value if kinds.get(type(v)) == _NODE
-                                or type(v) not in kinds and _kind(type(v)) == _NODE)
-        stack.extend((child, node) for child in reversed(children))
+                for item in reversed(value):
+                    item_kind = kinds.get(type(item))
+                    if item_kind is None:
+                        item_kind = _kind(type(item))
+                    if item_kind == _NODE:
+                        push((item, node))
 
 
 def descendants(root: cst.CSTNode):
