@@ -61,3 +61,24 @@ def test_only_the_asked_statement_is_rendered():
     assert lazy[target] == _expected(module)[target]
     rendered = {n for n in lazy._computed}
     assert module.body[0] not in rendered and module.body[2] not in rendered
+
+
+def _depth_first(node: cst.CSTNode, parent: cst.CSTNode | None = None):
+    """(node, parent) in field order, depth first, without tokens and whitespace: what `walk` promises."""
+    import dataclasses
+
+    from devlint.syntax import _SKIPPED
+
+    yield node, parent
+    for field in dataclasses.fields(node):
+        value = getattr(node, field.name)
+        for child in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(child, cst.CSTNode) and not isinstance(child, _SKIPPED):
+                yield from _depth_first(child, node)
+
+
+@pytest.mark.parametrize("source", LAYOUTS + ["f(a, *b, c=d, **e)[g:h, i](j) if k else [l for m in n if o]\n"]
+                         + [path.read_text() for path in REAL_FILES[:20]])
+def test_the_walk_gives_every_node_once_after_its_parent_in_field_order(source):
+    module = cst.parse_module(source)
+    assert [(id(n), id(p)) for n, p in walk(module)] == [(id(n), id(p)) for n, p in _depth_first(module)]
