@@ -12,6 +12,7 @@ from devlint import __version__
 from devlint import quick_exit, replay, settings
 from devlint.cache import ResultCache, default_directory, settings_key
 from devlint.config import Config, ConfigError
+from devlint.cores import usable_cores
 from devlint.files import discover
 from devlint.source import decode, encode
 from devlint.output import OUTPUT_FORMATS, render
@@ -240,8 +241,10 @@ def _run(paths, exclude, extend_exclude, root, follow_links, output_file, config
     cache = None
     if not no_cache and use_cache:
         cache = ResultCache(cache_dir, settings_key(config))
-    # More workers than files or cores only costs forks (-j 3000 once started 2,400 processes).
-    jobs = max(1, min(jobs or os.cpu_count() or 1, os.cpu_count() or 1, len(discovered.files) or 1))
+    # More workers than files or cores only costs forks (-j 3000 once started 2,400 processes); the
+    # cores are those this process may use (devlint.cores), not the machine's.
+    cores = usable_cores()
+    jobs = max(1, min(jobs or cores, cores, len(discovered.files) or 1))
     with _Progress(len(discovered.files), enabled=level >= DEFAULT):
         checked = check_files(discovered.files, config, write=write, jobs=jobs, cache=cache)
     return discovered, checked, cache

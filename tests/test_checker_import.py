@@ -4,10 +4,9 @@ before it forks them, when they will likely need it; never when its files do not
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
+from devlint.cores import usable_cores
 from devlint.runner import _checker_likely_needed
 from tests.test_cli import BUGGY, write
 from tests.test_warm_start import _imports_libcst, devlint_in_subprocess
@@ -21,7 +20,7 @@ def test_the_guess():
     assert _checker_likely_needed([b"x.cuda()\n", b"torch.load(p)\n"] + [b"x = 1\n"] * 18, 2)
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="-j 2 needs two cores")
+@pytest.mark.skipif(usable_cores() < 2, reason="-j 2 needs two cores")
 @pytest.mark.parametrize("text, imported", [(BUGGY, True), ("x = 1\n", False)])
 def test_the_parent_imports_the_checker_only_for_files_that_need_it(tmp_path, text, imported):
     project = tmp_path / "project"

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from devlint import collector
 from devlint.cli import main
+from devlint.cores import usable_cores
 from tests.test_cli import BUGGY, write
 from tests.test_warm_start import ROOT
 
@@ -64,12 +65,12 @@ def test_the_commands_that_are_no_check_keep_pythons_collector(tmp_path, command
     assert tuple(found["thresholds"]) == gc.get_threshold() != collector.THRESHOLDS
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="-j 2 needs two cores")
+@pytest.mark.skipif(usable_cores() < 2, reason="-j 2 needs two cores")
 def test_the_command_freezes_what_its_workers_share(tmp_path):
     assert _command(_project(tmp_path, 20), "--no-cache", "-j", "2", ".")["frozen"] > 0
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="-j 2 needs two cores")
+@pytest.mark.skipif(usable_cores() < 2, reason="-j 2 needs two cores")
 def test_a_program_that_imports_devlint_keeps_its_collector(tmp_path, monkeypatch):
     project = _project(tmp_path, 20)
     monkeypatch.chdir(project)

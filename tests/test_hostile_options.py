@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from devlint import cli
 from devlint.cli import main
+from devlint.cores import usable_cores
 
 BUGGY = "import torch\nx = torch.zeros(3).cuda()\n"
 
@@ -83,7 +84,7 @@ def test_workers_are_capped_by_files_and_cores(tmp_path, monkeypatch, jobs):
     result = run("--no-cache", "-j", jobs, ".", cwd=root)
     assert result.exit_code == 1
     assert "Found 21 errors." in result.output
-    assert 1 <= seen["jobs"] <= min(21, os.cpu_count() or 1)
+    assert 1 <= seen["jobs"] <= min(21, usable_cores())
 
 
 NON_UTF8_NAME = os.fsdecode(b"bad\xff.py")
