@@ -83,7 +83,7 @@ def main() -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read [tool.devlint] from this file.")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option("--stdin-filename", help="The path of the source read from stdin (`devlint -`), for reporting and config.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: all cores].")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes [default: the usable cores].")
 @click.option("--force-exclude", is_flag=True,
               help="Apply exclude/extend-exclude to paths named on the command line too (for pre-commit).")
 @click.option("--follow-links", is_flag=True,
