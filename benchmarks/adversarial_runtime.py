@@ -2,7 +2,7 @@
 and of every default rule with a fix (benchmarks/runtime_programs.py, runtime_shapes.py), each run before
 and after `devlint --fix` (safe fixes only), for a given number of minutes.
 
-    python benchmarks/adversarial_runtime.py --minutes 30 [--seed S] [--batch 40] [--logs DIR]
+    python benchmarks/adversarial_runtime.py --minutes 30 [--seed S] [--batch 40] [--logs DIR] [--real-gpu]
 
 Per batch: one `devlint --fix` over copies of all its programs, one `devlint run --virtual-gpu` that runs
 every original and every fixed program (a forked child each, so that each starts from the same state),
@@ -191,8 +191,9 @@ class Batch:
     crash: str = ""  # devlint's traceback or internal error, if any
 
 
-def run_batch(seed: int, count: int, work: Path) -> Batch:
-    """Generate `count` programs, fix copies, run originals and fixed programs; judge each."""
+def run_batch(seed: int, count: int, work: Path, real_gpu: bool = False) -> Batch:
+    """Generate `count` programs, fix copies, run originals and fixed programs (on the virtual GPU, or on
+    this machine's own GPU with `real_gpu`); judge each."""
     orig, fixed, results = work / "orig", work / "fixed", work / "results"
     for folder in (orig, results):
         folder.mkdir(parents=True)
@@ -205,13 +206,18 @@ def run_batch(seed: int, count: int, work: Path) -> Batch:
     shutil.copytree(orig, fixed)
     fix = python(work, "-m", "devlint", "--no-cache", "--isolated", "--fix", "--show-fixes", "fixed")
     crash = ""
-    if fix.returncode not in (0, 1) or "Traceback" in fix.stdout + fix.stderr or "internal error" in fix.stdout + fix.stderr:
+    said = fix.stdout + fix.stderr
+    # (devlint not importable by this interpreter exits 1 too: every batch would pass without a fix)
+    if fix.returncode not in (0, 1) or any(sign in said for sign in ("Traceback", "internal error", "No module named")):
         crash = f"devlint --fix exit {fix.returncode}\n{fix.stdout}\n{fix.stderr}"
     fixes, remaining = parse_fix_output(fix.stdout)
     (work / "driver.py").write_text(DRIVER)
     specs = [f"{root / n}::{results / f'{kind}-{n}'}" for kind, root in (("original", orig), ("fixed", fixed))
              for n in names]
-    python(work, "-m", "devlint", "run", "--virtual-gpu", "driver.py", *specs)
+    if real_gpu:
+        python(work, "driver.py", *specs)
+    else:
+        python(work, "-m", "devlint", "run", "--virtual-gpu", "driver.py", *specs)
     python(work, "driver.py", *[f"{fixed / n}::{results / f'hidden-{n}'}" for n in names], hide_cuda=True)
     outcomes, verdicts = [], Counter()
     for n in names:
@@ -255,7 +261,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None, help="first batch's seed (default: random)")
     parser.add_argument("--batch", type=int, default=40, help="programs per batch")
     parser.add_argument("--logs", type=Path, default=Path("adversarial-runtime-logs"))
+    parser.add_argument("--real-gpu", action="store_true",
+                        help="run the originals and the fixed programs on this machine's GPU, not the virtual one")
     args = parser.parse_args()
+    if args.real_gpu and python(Path.cwd(), "-c", "import torch; assert torch.cuda.is_available()").returncode:
+        parser.error("--real-gpu: torch sees no GPU here")
     args.logs.mkdir(parents=True, exist_ok=True)
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     first_seed = seed
@@ -264,7 +274,7 @@ def main() -> int:
     totals, fixes, crashes, batches = Counter(), Counter(), 0, 0
     while batches == 0 or time.monotonic() < deadline:
         with tempfile.TemporaryDirectory(prefix="devlint-advrt-") as tmp:
-            batch = run_batch(seed, args.batch, Path(tmp))
+            batch = run_batch(seed, args.batch, Path(tmp), args.real_gpu)
             keep(batch, Path(tmp), args.logs)
         batches += 1
         crashes += bool(batch.crash)
@@ -280,7 +290,8 @@ def main() -> int:
     print(f"\n{batches} batches (seeds {first_seed}-{seed - 1}), {programs} programs in "
           f"{(time.monotonic() - started) / 60:.1f} min; {totals['fixed-programs']} changed by --fix, "
           f"{sum(fixes.values())} safe fixes applied ({', '.join(f'{c}: {n}' for c, n in sorted(fixes.items()))})")
-    print(f"originals that ran on the virtual GPU: {programs - totals['original-fails']}; "
+    print(f"originals that ran on the {'GPU' if args.real_gpu else 'virtual GPU'}: "
+          f"{programs - totals['original-fails']}; "
           f"output changed by a safe fix: {totals['changed']}; fixed programs failing with CUDA hidden: "
           f"{totals['hidden-fails']}; devlint crashes: {crashes}")
     print(f"info: failing with CUDA hidden where a CUDA-less finding remains: {totals['hidden-info']}; "

@@ -58,7 +58,8 @@ _PROBE = (
     "    _checked = _runner._check_chunk\n"
     "    def _check_chunk(paths, config, *args, **kwargs):\n"
     "        if not getattr(_check_chunk, 'ready', False):\n"
-    "            _runner._import_checker(config)\n"
+    "            if hasattr(_runner, '_import_checker'):  # (older trees import it at their first file)\n"
+    "                _runner._import_checker(config)\n"
     "            _check_chunk.ready = True\n"
     "            _mark('ready')\n"
     "        try:\n"
@@ -84,8 +85,10 @@ class Run:
         self.idle = idle
 
 
-def run(command: list[str], env: dict | None = None, cwd: str | None = None, timeline: bool = False) -> Run:
-    """One run: wall seconds, CPU seconds of every process it started, and (devlint) its own."""
+def run(command: list[str], env: dict | None = None, cwd: str | None = None, timeline: bool = False,
+        cores: int | None = None) -> Run:
+    """One run: wall seconds, CPU seconds of every process it started, and (devlint) its own. `cores`:
+    run on the first that many of this process's cores only (as `taskset`)."""
     with tempfile.NamedTemporaryFile("r", suffix=".cpu") as report, \
             tempfile.NamedTemporaryFile("r", suffix=".timeline") as marks:
         env = dict(env or os.environ, DEVLINT_BENCH_CPU=report.name)
@@ -94,7 +97,8 @@ def run(command: list[str], env: dict | None = None, cwd: str | None = None, tim
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         launched = time.time()
         started = time.perf_counter()
-        done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False,
+                              preexec_fn=None if cores is None else _only_cores(cores))
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         text = report.read().strip()
@@ -102,6 +106,11 @@ def run(command: list[str], env: dict | None = None, cwd: str | None = None, tim
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr, idle,
                after.ru_minflt - before.ru_minflt, after.ru_stime - before.ru_stime)
+
+
+def _only_cores(count: int):
+    chosen = sorted(os.sched_getaffinity(0))[:count]
+    return lambda: os.sched_setaffinity(0, chosen)
 
 
 def _idle(marks: str, launched: float) -> float | None:
@@ -154,7 +163,8 @@ class Tree:
         self.env = dict(os.environ, PYTHONPYCACHEPREFIX=os.path.join(tempfile.gettempdir(), "devlint-bench-pyc"))
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         if self.tree:
-            self.env["PYTHONPATH"] = self.tree
+            # the tree first; what the interpreter was given (where LibCST was installed) after it
+            self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [self.tree, os.environ.get("PYTHONPATH")]))
             where = "import devlint, os; print(os.path.dirname(os.path.dirname(devlint.__file__)))"
             probe = subprocess.run([sys.executable, "-c", where], env=self.env, cwd="/",
                                    capture_output=True, text=True, check=True)
@@ -201,6 +211,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="runs of the short commands; the best is kept")
     parser.add_argument("--cold-repeat", type=int, default=1, help="runs of each cold run; the best is kept")
     parser.add_argument("--one-file", help="the file of the one-file run (default: the first with `.cuda(`)")
+    parser.add_argument("--cores", help="e.g. 2,16: cold runs with the default -j on the first 2 and on the first "
+                        "16 cores (as taskset), and the fit between them (the issue's table)")
     parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (minutes on a big corpus)")
     parser.add_argument("--no-torchfix-cold", action="store_true", help="run TorchFix on the one file only")
     args = parser.parse_args()
@@ -276,6 +288,8 @@ def main() -> int:
             peer_rows["torchfix " + name] = r = best(repeat, [torchfix, "--select", "ALL", target], cwd=folder)
             print(row(f"--select ALL ({name})", r))
 
+    core_fits = by_cores(args, trees, folder, ruff) if args.cores else []
+
     print("\nsummary (targets: serial under 0.3 s; warm at most 1.5x ruff's cold run)")
     for name, parent, serial, warm, single in summary:
         line = f"  {name}: parent CPU {parent or 0:.2f} s, serial (CPU fit) {serial:.2f} s"
@@ -286,7 +300,42 @@ def main() -> int:
         if "ruff one file" in peer_rows:
             line += f", one file / ruff: {single.wall / peer_rows['ruff one file'].wall:.0f}x wall"
         print(line)
+    for line in core_fits:
+        print(line)
     return 0
+
+
+def by_cores(args, trees: list[Tree], folder: str, ruff: str | None) -> list[str]:
+    """Cold runs with the default -j restricted to the first A, then B cores (as `taskset` does): what a
+    user of an A-core and a B-core machine waits, and the fit `wall = serial + parallel / cores` between
+    the two, per tree. The runs take turns (tree, cores) for the machine's drift; the best wall is kept."""
+    counts = sorted({int(each) for each in args.cores.split(",")})
+    available = len(os.sched_getaffinity(0))
+    if len(counts) < 2 or counts[0] < 1 or counts[-1] > available:
+        sys.exit(f"--cores: two or more core counts between 1 and {available}")
+    timings: dict[tuple[str, int], list[Run]] = {}
+    for _ in range(max(1, args.cold_repeat)):
+        for tree in trees:
+            for count in counts:
+                timings.setdefault((tree.name, count), []).append(
+                    run(tree.command("--no-cache", "."), env=tree.env, cwd=folder, cores=count))
+        if ruff is not None:
+            for count in counts:
+                timings.setdefault(("ruff", count), []).append(
+                    run([ruff, "check", "--select", "F", "--no-cache", "--exit-zero", "--quiet", "."], cwd=folder,
+                        cores=count))
+    print(f"\ncold, the default -j, on the first N cores ({', '.join(map(str, counts))})")
+    print(f"  {'':44} " + " ".join(f"{f'{n} cores':>9}" for n in counts) + f" {'serial':>8} {'parallel':>8}")
+    lines = []
+    for name in [tree.name for tree in trees] + (["ruff"] if ruff is not None else []):
+        walls = [fastest_of(timings[name, n]).wall for n in counts]
+        low, high = counts[0], counts[-1]
+        serial = (high * walls[-1] - low * walls[0]) / (high - low)
+        parallel = (walls[0] - serial) * low
+        print(f"  {name[-44:]:44} " + " ".join(f"{w:9.2f}" for w in walls) + f" {serial:8.2f} {parallel:8.2f}")
+        lines.append(f"  {name}: {low} -> {high} cores {walls[0]:.2f} -> {walls[-1]:.2f} s wall "
+                     f"({walls[0] / walls[-1]:.1f}x), serial (wall fit) {serial:.2f} s")
+    return lines
 
 
 if __name__ == "__main__":
