@@ -134,12 +134,17 @@ class GetDeviceAsIndex(Rule):
         if not (isinstance(func, cst.Attribute) and func.attr.value == "get_device") or node.args:
             return
         receiver = func.value
+        direct = self._use(node)
+        # Neither given as a device nor bound by `dev = t.get_device()`: nothing to flag, whatever the
+        # receiver. Asked first, from the syntax alone: the receiver's kind may need the scope analysis
+        # of the whole file (most of utils/checkpoint.py's check, for `ids.append(arg.get_device())`).
+        if direct is None and not self._assigned_alone(node):
+            return
         if self.ctx.is_imported_module(receiver) or self.ctx.kinds.of(receiver) is not TENSOR:
             return  # other objects have a `get_device()` that returns a device (torch._inductor's IR nodes)
         if self.ctx.guards.is_guarded(node):
             return
         receiver_text = self.ctx.code(receiver).strip()
-        direct = self._use(node)
         if direct is not None:
             edits, unsafe = self._rewrite(direct, node, f"{receiver_text}.device")
             # `.cuda(t.get_device())` starts at the `.cuda()` call, before DL001's finding on it: where both
@@ -235,13 +240,18 @@ class GetDeviceAsIndex(Rule):
         return [edit], unsafe
 
     # -- through a name -----------------------------------------------------------------------------------
+    def _assigned_alone(self, value: cst.Call) -> bool:
+        """`dev = t.get_device()`: the value of an assignment to one name."""
+        target = self.ctx.parent(value)
+        return isinstance(target, cst.Assign) and len(target.targets) == 1 and isinstance(target.targets[0].target,
+                                                                                           cst.Name)
+
     def _bound_name(self, value: cst.Call) -> cst.Name | None:
         """`dev` of `dev = t.get_device()`, when that is the only binding of `dev` in its scope."""
-        target = self.ctx.parent(value)
-        if not isinstance(target, cst.Assign) or len(target.targets) != 1:
+        if not self._assigned_alone(value):
             return None
-        name = target.targets[0].target
-        if not isinstance(name, cst.Name) or len(self.ctx.bindings(name)) != 1:
+        name = self.ctx.parent(value).targets[0].target
+        if len(self.ctx.bindings(name)) != 1:
             return None
         return name
 
