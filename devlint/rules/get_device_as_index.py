@@ -120,6 +120,11 @@ class GetDeviceAsIndex(Rule):
             fixed="import torch\ndef f(x: torch.Tensor, n):\n    dev = x.get_device()\n    print('on', dev)\n"
             "    return torch.zeros(n, device=dev)\n",
         ),
+        # a method of what a torch function returned (`torch.zeros(2).to`), not a torch function
+        Invalid("import torch\ndef f(x: torch.Tensor):\n    return torch.zeros(2).to(x.get_device())\n",
+                fixed="import torch\ndef f(x: torch.Tensor):\n    return torch.zeros(2).to(x.device)\n"),
+        Invalid("import torch\ndef f(x: torch.Tensor):\n    return torch.ones(3).cuda(x.get_device())\n",
+                fixed="import torch\ndef f(x: torch.Tensor):\n    return torch.ones(3).to(x.device)\n"),
         Invalid(
             "import torch, torch.nn as nn\nclass Net(nn.Module):\n    def cuda(self, device=None):\n"
             "        return super().cuda(device)\nx = torch.ones(1)\nnet = Net().cuda(x.get_device())\n",
@@ -187,7 +192,8 @@ class GetDeviceAsIndex(Rule):
         call = self.ctx.parent(arg) if isinstance(arg, cst.Arg) else None
         if not isinstance(call, cst.Call) or arg.value is not value or arg.star:
             return None
-        names = self.ctx.qualified_names(call.func)
+        # `torch.zeros(2).to` is named `torch.zeros.to` through the call: a method of its result
+        names = self.ctx.qualified_names(call.func) if _plain_dotted(call.func) else set()
         torch_function = any(n.startswith("torch.") for n in names)
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) and not torch_function else None
         positional = [a for a in call.args if a.keyword is None]
@@ -270,3 +276,10 @@ class GetDeviceAsIndex(Rule):
             else:
                 uses.append((use, access.node))
         return uses, other
+
+
+def _plain_dotted(node: cst.CSTNode) -> bool:
+    """`a.b.c`: names and attributes only, no call or subscript on the way."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
