@@ -83,6 +83,7 @@ class Run:
         # (a -j N run's timeline) the part of the run that was not N workers checking: wall time less
         # the workers' time from ready to their last chunk's end, shared among them
         self.idle = idle
+        self.phases: tuple[float, ...] | None = None  # (a -j N run's timeline: see _phases)
 
 
 def run(command: list[str], env: dict | None = None, cwd: str | None = None, timeline: bool = False,
@@ -102,15 +103,37 @@ def run(command: list[str], env: dict | None = None, cwd: str | None = None, tim
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         text = report.read().strip()
-        idle = _idle(marks.read(), launched) if timeline else None
+        text_marks = marks.read() if timeline else ""
+        idle = _idle(text_marks, launched) if timeline else None
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr, idle,
-               after.ru_minflt - before.ru_minflt, after.ru_stime - before.ru_stime)
+    result = Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr, idle,
+                 after.ru_minflt - before.ru_minflt, after.ru_stime - before.ru_stime)
+    result.phases = _phases(text_marks, launched) if timeline else None
+    return result
 
 
 def _only_cores(count: int):
     chosen = sorted(os.sched_getaffinity(0))[:count]
     return lambda: os.sched_setaffinity(0, chosen)
+
+
+def _phases(marks: str, launched: float) -> tuple[float, ...] | None:
+    """Seconds from launch to: the first worker ready, the last ready, the first worker's last chunk
+    done, the last worker's, and devlint's exit: where a -j N run's serial part lies (start, import,
+    the tail of uneven work, the end)."""
+    ready, last, ended = {}, {}, None
+    for line in marks.splitlines():
+        pid, kind, when = line.split()
+        if kind == "ready":
+            ready[pid] = float(when)
+        elif kind == "chunk":
+            last[pid] = float(when)
+        elif kind == "exit":
+            ended = float(when)
+    if ended is None or not ready or not last:
+        return None
+    return tuple(round(t - launched, 3) for t in
+                 (min(ready.values()), max(ready.values()), min(last.values()), max(last.values()), ended))
 
 
 def _idle(marks: str, launched: float) -> float | None:
@@ -260,6 +283,8 @@ def main() -> int:
         print(f"  {'fit from CPU times: serial, parallel':44} {cpu_serial:8.2f} {cpu_parallel:8.2f}")
         if coldn.idle is not None:
             print(f"  {f'-j {args.jobs} timeline: not all workers checking':44} {coldn.idle:8.2f}")
+        if coldn.phases:
+            print(f"  {'  first, last ready; first, last done; exit':44} " + ", ".join(f"{t:.2f}" for t in coldn.phases))
         print(f"  {f'page faults -j 1, -j {args.jobs} (system s)':44} {cold1.faults:,} ({cold1.system:.2f}), "
               f"{coldn.faults:,} ({coldn.system:.2f})")
         with tempfile.TemporaryDirectory() as work:
