@@ -6,27 +6,43 @@ from __future__ import annotations
 
 import pytest
 
+from devlint import runner
 from devlint.cores import usable_cores
 from devlint.runner import _checker_likely_needed
 from tests.test_cli import BUGGY, write
 from tests.test_warm_start import _imports_libcst, devlint_in_subprocess
 
 
-def test_the_guess():
-    assert not _checker_likely_needed(None, 2)  # --no-cache: the parent did not read the files
+def test_the_guess(tmp_path):
+    assert not _checker_likely_needed(None, 2)  # (no bytes and no paths)
     assert not _checker_likely_needed([None] * 20, 2)
     assert not _checker_likely_needed([b"import torch\nx = torch.relu(y)\n"] * 20, 2)
     assert not _checker_likely_needed([b"x.cuda()\n"] + [b"x = 1\n"] * 19, 2)
     assert _checker_likely_needed([b"x.cuda()\n", b"torch.load(p)\n"] + [b"x = 1\n"] * 18, 2)
 
 
+def test_without_the_bytes_the_guess_reads_the_start_of_the_files(tmp_path):
+    # --no-cache: the parent did not read the files; it reads the start of a bounded number of them
+    paths = []
+    for n, text in enumerate([b"x = 1\n"] * 18 + [b"x.cuda()\n", b"torch.load(p)\n"]):
+        paths.append(str(tmp_path / f"m{n:02}.py"))
+        (tmp_path / f"m{n:02}.py").write_bytes(text)
+    assert _checker_likely_needed(None, 2, paths)
+    assert not _checker_likely_needed(None, 3, paths)
+    assert not _checker_likely_needed(None, 2, paths[:19])
+    assert not _checker_likely_needed(None, 1, [str(tmp_path / "missing.py")])
+    late = [str(tmp_path / "m00.py")] * runner.SNIFFED_FILES + paths[18:]
+    assert not _checker_likely_needed(None, 2, late)  # (past the files it reads)
+
+
 @pytest.mark.skipif(usable_cores() < 2, reason="-j 2 needs two cores")
+@pytest.mark.parametrize("cache", [[], ["--no-cache"]])
 @pytest.mark.parametrize("text, imported", [(BUGGY, True), ("x = 1\n", False)])
-def test_the_parent_imports_the_checker_only_for_files_that_need_it(tmp_path, text, imported):
+def test_the_parent_imports_the_checker_only_for_files_that_need_it(tmp_path, text, imported, cache):
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     for n in range(20):
         write(project / f"m{n:02}.py", text)
-    probe, done = devlint_in_subprocess(project, "-j", "2", ".")
+    probe, done = devlint_in_subprocess(project, *cache, "-j", "2", ".")
     assert probe["code"] == (1 if imported else 0), done.stderr
     assert _imports_libcst(probe["modules"]) == imported
