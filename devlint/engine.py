@@ -158,8 +158,8 @@ def lint_text(text: str, config: Config, rules: tuple | None = None, project=Non
     """`project`: the file's view of the project index (devlint.analysis.project.ProjectView), if any."""
     rules = config.rules() if rules is None else rules
     findings = _rule_findings(text, config, rules, project)
-    if config.ignore_noqa:
-        return findings
+    if config.ignore_noqa or (not findings and UnusedNoqa not in rules):
+        return findings  # (nothing to silence: the file's comments are not tokenized)
     suppressions = parse_suppressions(text)
     findings = [f for f in findings if not suppressions.silences(f)]
     if UnusedNoqa in rules and suppressions.lines:
