@@ -309,7 +309,10 @@ def _sniffed_likely(paths: list[str], jobs: int) -> bool:
     likely = 0
     for path in paths[:SNIFFED_FILES]:
         try:
-            with open(path, "rb") as handle:
+            # as read() does: a FIFO or a device named *.py is never waited on (the worker reports it)
+            with os.fdopen(os.open(path, _READ_FLAGS), "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    continue
                 head = handle.read(SNIFFED_BYTES)
         except OSError:
             continue  # (the worker reports it)

@@ -4,6 +4,8 @@ before it forks them, when they will likely need it; never when its files do not
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from devlint import runner
@@ -33,6 +35,15 @@ def test_without_the_bytes_the_guess_reads_the_start_of_the_files(tmp_path):
     assert not _checker_likely_needed(None, 1, [str(tmp_path / "missing.py")])
     late = [str(tmp_path / "m00.py")] * runner.SNIFFED_FILES + paths[18:]
     assert not _checker_likely_needed(None, 2, late)  # (past the files it reads)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+def test_the_guess_never_waits_on_a_fifo(tmp_path):
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)  # opened for reading without a writer, a plain open() would block for ever
+    (tmp_path / "a.py").write_bytes(b"x.cuda()\n")
+    (tmp_path / "b.py").write_bytes(b"torch.load(p)\n")
+    assert _checker_likely_needed(None, 2, [str(fifo), str(tmp_path / "a.py"), str(tmp_path / "b.py")])
 
 
 @pytest.mark.skipif(usable_cores() < 2, reason="-j 2 needs two cores")
