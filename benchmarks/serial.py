@@ -117,30 +117,8 @@ def _only_cores(count: int):
     return lambda: os.sched_setaffinity(0, chosen)
 
 
-def _phases(marks: str, launched: float) -> tuple[float, ...] | None:
-    """Seconds from launch to: the first worker ready, the last ready, the first worker's last chunk
-    done, the last worker's, and devlint's exit: where a -j N run's serial part lies (start, import,
-    the tail of uneven work, the end)."""
-    ready, last, ended = {}, {}, None
-    for line in marks.splitlines():
-        pid, kind, when = line.split()
-        if kind == "ready":
-            ready[pid] = float(when)
-        elif kind == "chunk":
-            last[pid] = float(when)
-        elif kind == "exit":
-            ended = float(when)
-    if ended is None or not ready or not last:
-        return None
-    return tuple(round(t - launched, 3) for t in
-                 (min(ready.values()), max(ready.values()), min(last.values()), max(last.values()), ended))
-
-
-def _idle(marks: str, launched: float) -> float | None:
-    """From the marks of a -j N run: its time from launch to exit, less the time each worker worked
-    (ready to its last chunk's end) shared among the workers. What a run on N idle cores cannot do in
-    parallel: the start before the workers are ready, their import, the tail after the first worker
-    ran out of work, the end. Measured within one run, it does not drift with the machine's speed."""
+def _read_marks(marks: str) -> tuple[dict[str, float], dict[str, float], float | None]:
+    """Each worker's `ready` time, each worker's last chunk's end, and devlint's exit (see _PROBE)."""
     ready: dict[str, float] = {}
     last: dict[str, float] = {}
     ended = None
@@ -152,6 +130,26 @@ def _idle(marks: str, launched: float) -> float | None:
             last[pid] = float(when)
         elif kind == "exit":
             ended = float(when)
+    return ready, last, ended
+
+
+def _phases(marks: str, launched: float) -> tuple[float, ...] | None:
+    """Seconds from launch to: the first worker ready, the last ready, the first worker's last chunk
+    done, the last worker's, and devlint's exit: where a -j N run's serial part lies (start, import,
+    the tail of uneven work, the end)."""
+    ready, last, ended = _read_marks(marks)
+    if ended is None or not ready or not last:
+        return None
+    return tuple(round(t - launched, 3) for t in
+                 (min(ready.values()), max(ready.values()), min(last.values()), max(last.values()), ended))
+
+
+def _idle(marks: str, launched: float) -> float | None:
+    """From the marks of a -j N run: its time from launch to exit, less the time each worker worked
+    (ready to its last chunk's end) shared among the workers. What a run on N idle cores cannot do in
+    parallel: the start before the workers are ready, their import, the tail after the first worker
+    ran out of work, the end. Measured within one run, it does not drift with the machine's speed."""
+    ready, last, ended = _read_marks(marks)
     if ended is None or not ready:
         return None
     working = sum(last[pid] - ready[pid] for pid in ready if pid in last)
