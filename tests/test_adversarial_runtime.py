@@ -75,3 +75,24 @@ def test_one_small_batch_runs_and_no_safe_fix_changes_an_output(tmp_path):
     assert ran and any(" cuda" in o.original for o in ran)  # they ran on the virtual GPU
     assert batch.verdicts["changed"] == 0 and batch.verdicts["hidden-fails"] == 0, [
         (o.name, o.original, o.fixed, o.hidden) for o in batch.outcomes if o.verdict in ("changed", "hidden-fails")]
+
+
+def test_a_devlint_the_interpreter_cannot_import_is_a_crash_not_a_quiet_pass(tmp_path, monkeypatch):
+    # `python -m devlint` from the batch's folder exits 1 without devlint installed: it read as "0 fixed"
+    real = harness.python
+
+    def python(cwd, *args, **kwargs):
+        return real(cwd, *("devlint_not_installed" if a == "devlint" else a for a in args), **kwargs)
+
+    monkeypatch.setattr(harness, "python", python)
+    batch = harness.run_batch(seed=29, count=1, work=tmp_path)
+    assert "No module named devlint_not_installed" in batch.crash
+
+
+def test_the_real_gpu_is_refused_where_torch_sees_none():
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(Path(harness.__file__)), "--real-gpu", "--minutes", "0"],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 2
+    assert "--real-gpu: torch sees no GPU here" in done.stderr
