@@ -6,7 +6,7 @@ from devlint.model import Applicability, Edit
 from devlint.rule import Invalid, Rule
 from devlint.analysis.device import written_torch_root
 from devlint.rules._hardcoded import qualified
-from devlint.syntax import last_component
+from devlint.syntax import find_arg, last_component
 
 # torch.cuda functions that raise without CUDA (checked on the CPU build of torch 2.13), and the
 # torch.accelerator function (torch >= 2.6) that does the same on any accelerator, where there is one.
@@ -25,6 +25,10 @@ _RAISING = {
     "Stream": None,
 }
 _QUALIFIED = frozenset(f"torch.cuda.{name}" for name in _RAISING)
+# Raises without CUDA when entered (`with torch.cuda.device(i):`, checked on the CPU build of torch
+# 2.13), whatever `i` is, except -1 (a CPU tensor's `get_device()`), which it ignores; made and not
+# entered, it does nothing.
+_ENTERED = "torch.cuda.device"  # (its last name: devlint.candidates.ENTERED_CUDA_CALL)
 
 
 class CudaOnlyApi(Rule):
@@ -33,7 +37,9 @@ class CudaOnlyApi(Rule):
     Flags calls of `torch.cuda` functions that raise without CUDA, outside a CUDA condition:
     `torch.cuda.synchronize()`, `set_device`, `current_device`, `get_device_name`,
     `get_device_properties`, `get_device_capability`, `mem_get_info`, `current_stream`,
-    `default_stream`, `reset_peak_memory_stats`, `Event` and `Stream` (through any import alias).
+    `default_stream`, `reset_peak_memory_stats`, `Event` and `Stream` (through any import alias),
+    and `with torch.cuda.device(i):`, which raises when entered (`RuntimeError: PyTorch was compiled
+    without CUDA support`; a CPU device: `ValueError: Expected a cuda device`).
 
     A constant flag guards nothing (as for DL001): after `USE_CUDA = True`, `if USE_CUDA:
     torch.cuda.synchronize()` is flagged; and `FusedNorm = None` re-bound by `from apex import FusedNorm`
@@ -82,6 +88,9 @@ class CudaOnlyApi(Rule):
       `torch.cuda.empty_cache()`, `torch.cuda.manual_seed(0)`, `torch.cuda.manual_seed_all(0)`,
       `torch.cuda.memory_allocated()`, `torch.cuda.max_memory_allocated()`.
     - `torch.cuda.stream(s)`: a no-op without CUDA.
+    - `torch.cuda.device(...)` not entered by a `with` (it does nothing until entered), and
+      `with torch.cuda.device(x.get_device()):` or `torch.cuda.device(-1)`: the index of a CPU tensor,
+      -1, is ignored.
     - Code under a CUDA condition (same guards as DL001), e.g.
       `if torch.cuda.is_available(): torch.cuda.synchronize()`, `if device.type == "cuda":`,
       `if dist.get_backend() == dist.Backend.NCCL:` (NCCL needs CUDA), a test skipped with
@@ -106,6 +115,9 @@ class CudaOnlyApi(Rule):
         "torch.cuda.manual_seed(0)\ntorch.cuda.manual_seed_all(0)\n",
         "import torch\nused = torch.cuda.memory_allocated()\npeak = torch.cuda.max_memory_allocated()\n",
         "import torch\nwith torch.cuda.stream(s):\n    y = f(x)\n",
+        "import torch\nctx = torch.cuda.device(local_rank)\n",
+        "import torch\nwith torch.cuda.device(x.get_device()):\n    y = f(x)\nwith torch.cuda.device(-1):\n    pass\n",
+        "import torch\nif torch.cuda.is_available():\n    with torch.cuda.device(0):\n        y = f(x)\n",
         "import torch\nif torch.cuda.is_available(): torch.cuda.synchronize()\n",
         'import torch\nif device.type == "cuda":\n    start = torch.cuda.Event(enable_timing=True)\n',
         "import torch\nsync = torch.cuda.synchronize\n",
@@ -145,6 +157,8 @@ class CudaOnlyApi(Rule):
             "import torch\ntry:\n    from apex import FusedNorm\nexcept ImportError:\n    FusedNorm = None\n"
             "def norm(x):\n    return x if FusedNorm is None else FusedNorm(x, torch.cuda.current_device())\n",
         ),
+        Invalid("import torch\nwith torch.cuda.device(0):\n    x = torch.ones(2).cuda()\n"),
+        Invalid("from torch.cuda import device\ndef run(rank):\n    with device(rank), open(p) as f:\n        pass\n"),
         Invalid("import torch\nUSE_CUDA = True\nif USE_CUDA:\n    torch.cuda.synchronize()\n",
                 fixed="import torch\nUSE_CUDA = True\nif USE_CUDA:\n    torch.accelerator.synchronize()\n",
                 unsafe=True),
@@ -155,9 +169,15 @@ class CudaOnlyApi(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         last = last_component(func) or ""
-        if last not in _RAISING and not isinstance(func, cst.Name):
+        if last not in _RAISING and last != "device" and not isinstance(func, cst.Name):
             return
         if self.ctx.guards.is_guarded(node):
+            return
+        if qualified(self.ctx, func, {_ENTERED}) is not None:
+            if self._entered(node) and not self._ignored_index(node):
+                self.report(node, "`torch.cuda.device(...)` raises without CUDA when entered; guard the `with` "
+                                  "with `torch.cuda.is_available()`",
+                            self.display_only("Guard `with torch.cuda.device(...)` with `if torch.cuda.is_available():`"))
             return
         found = qualified(self.ctx, func, _QUALIFIED)
         if found is None:
@@ -169,6 +189,23 @@ class CudaOnlyApi(Rule):
             message += (f", or use `torch.accelerator.{_RAISING[short]}` (PyTorch >= 2.6), which still needs"
                         " an accelerator")
         self.report(node, message, self._fix(node, short))
+
+    def _entered(self, call: cst.Call) -> bool:
+        item = self.ctx.parent(call)
+        return isinstance(item, cst.WithItem) and item.item is call
+
+    @staticmethod
+    def _ignored_index(call: cst.Call) -> bool:
+        """`x.get_device()` or `-1`: the index of a CPU tensor, which torch.cuda.device ignores."""
+        arg = find_arg(call, "device", 0)
+        if arg is None:
+            return False
+        value = arg.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value == "get_device" and not value.args:
+            return True
+        return isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) \
+            and isinstance(value.expression, cst.Integer) and value.expression.value == "1"
 
     def _fix(self, call: cst.Call, short: str):
         replacement = _RAISING[short]
