@@ -88,8 +88,9 @@ class CudaOnlyApi(Rule):
       `torch.cuda.empty_cache()`, `torch.cuda.manual_seed(0)`, `torch.cuda.manual_seed_all(0)`,
       `torch.cuda.memory_allocated()`, `torch.cuda.max_memory_allocated()`.
     - `torch.cuda.stream(s)`: a no-op without CUDA.
-    - `torch.cuda.device(...)` not entered by a `with` (it does nothing until entered), and
-      `with torch.cuda.device(x.get_device()):` or `torch.cuda.device(-1)`: the index of a CPU tensor,
+    - `torch.cuda.device(...)` other than as the item of a `with`: alone it does nothing, and one kept
+      in a name (`ctx = torch.cuda.device(local_rank)`) is not followed to where it may be entered.
+    - `with torch.cuda.device(x.get_device()):` and `torch.cuda.device(-1)`: the index of a CPU tensor,
       -1, is ignored.
     - Code under a CUDA condition (same guards as DL001), e.g.
       `if torch.cuda.is_available(): torch.cuda.synchronize()`, `if device.type == "cuda":`,
