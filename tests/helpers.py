@@ -75,3 +75,18 @@ def expected_markers(source: str) -> set[tuple[int, str]]:
         if match:
             expected |= {(number, code.strip()) for code in match.group("codes").split(",")}
     return expected
+
+
+def record_jobs(monkeypatch) -> dict:
+    """Spy on the number of workers the CLI hands to check_files: the dict's "jobs" after a run."""
+    from devlint import cli
+
+    seen: dict = {}
+    real = cli.check_files
+
+    def spy(files, config, **options):
+        seen["jobs"] = options["jobs"]
+        return real(files, config, **options)
+
+    monkeypatch.setattr(cli, "check_files", spy)
+    return seen

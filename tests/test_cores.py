@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from devlint import cli, cores
 from devlint.cli import main
 from devlint.cores import usable_cores
+from tests.helpers import record_jobs
 
 
 def _machine(tmp_path, own="0::/\n", files=None):
@@ -74,14 +75,7 @@ def test_the_default_jobs_are_the_usable_cores(tmp_path, monkeypatch):
         (tmp_path / f"m{n:02}.py").write_text("x = 1\n")
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     monkeypatch.setattr(cli, "usable_cores", lambda: 3)
-    seen = {}
-    real = cli.check_files
-
-    def spy(files, config, **options):
-        seen["jobs"] = options["jobs"]
-        return real(files, config, **options)
-
-    monkeypatch.setattr(cli, "check_files", spy)
+    seen = record_jobs(monkeypatch)
     monkeypatch.chdir(tmp_path)
     for arguments, expected in ((["."], 3), (["-j", "8", "."], 3), (["-j", "2", "."], 2)):
         result = CliRunner().invoke(main, ["--no-cache", *arguments])

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from devlint import cli
 from devlint.cli import main
 from devlint.cores import usable_cores
+from tests.helpers import record_jobs
 
 BUGGY = "import torch\nx = torch.zeros(3).cuda()\n"
 
@@ -73,14 +73,7 @@ def test_workers_are_capped_by_files_and_cores(tmp_path, monkeypatch, jobs):
     root = project(tmp_path)
     for i in range(20):
         (root / f"m{i}.py").write_text(BUGGY)
-    seen = {}
-    real = cli.check_files
-
-    def spy(files, config, **options):
-        seen["jobs"] = options["jobs"]
-        return real(files, config, **options)
-
-    monkeypatch.setattr(cli, "check_files", spy)
+    seen = record_jobs(monkeypatch)
     result = run("--no-cache", "-j", jobs, ".", cwd=root)
     assert result.exit_code == 1
     assert "Found 21 errors." in result.output
