@@ -44,10 +44,9 @@ def read(path: str, config: Config) -> tuple[bytes | None, FileResult | None]:
         limit = raw_limit(path, config)  # a notebook's code cells are measured once read
         if info.st_size > limit:
             return None, _too_big(path, info.st_size, config)
-        with os.fdopen(os.open(path, _READ_FLAGS), "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None, FileResult(path, error=FileError("not a regular file"))
-            data = handle.read(limit + 1)
+        data = _read_regular(path, limit + 1)
+        if data is None:
+            return None, FileResult(path, error=FileError("not a regular file"))
         if len(data) > limit:
             return None, _too_big(path, len(data), config)
         return data, None
@@ -56,6 +55,15 @@ def read(path: str, config: Config) -> tuple[bytes | None, FileResult | None]:
 
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _read_regular(path: str, most: int) -> bytes | None:
+    """At most `most` bytes of the file, or None when what is opened is not a regular file (never
+    waited on: a FIFO or a device named *.py). Raises OSError."""
+    with os.fdopen(os.open(path, _READ_FLAGS), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(most)
 
 
 def _too_big(path: str, size: int, config: Config) -> FileResult:
@@ -309,14 +317,10 @@ def _sniffed_likely(paths: list[str], jobs: int) -> bool:
     likely = 0
     for path in paths[:SNIFFED_FILES]:
         try:
-            # as read() does: a FIFO or a device named *.py is never waited on (the worker reports it)
-            with os.fdopen(os.open(path, _READ_FLAGS), "rb") as handle:
-                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                    continue
-                head = handle.read(SNIFFED_BYTES)
+            head = _read_regular(path, SNIFFED_BYTES)
         except OSError:
             continue  # (the worker reports it)
-        if any(word in head for word in _CHECKED_WORDS):
+        if head is not None and any(word in head for word in _CHECKED_WORDS):
             likely += 1
             if likely >= jobs:
                 return True
