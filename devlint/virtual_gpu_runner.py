@@ -82,6 +82,12 @@ def _compiled_code_note(exc: BaseException) -> str | None:
             "torch.jit.trace): its CUDA operations fail here as without CUDA, and may run on a GPU")
 
 
+def _place(exc: BaseException) -> str:
+    """`file:line` of the user's innermost frame in `exc`'s traceback."""
+    where = user_frame(exc)
+    return f"{where[0]}:{where[1]}" if where else "<unknown>"
+
+
 def device_error_report(exc: BaseException) -> str | None:
     """The lines devlint prints for a device error raised under the virtual GPU, or for an error a rule
     prevents (devlint.rules.RUNTIME_ERRORS); None for other errors."""
@@ -90,17 +96,14 @@ def device_error_report(exc: BaseException) -> str | None:
         return None
     compiled = _compiled_code_note(exc)
     if compiled is not None:
-        where = user_frame(exc)
-        place = f"{where[0]}:{where[1]}" if where else "<unknown>"
-        return f"devlint: error at {place}: RuntimeError: {_TORCHSCRIPT_FAILURE}\n{compiled}"
+        return f"devlint: error at {_place(exc)}: RuntimeError: {_TORCHSCRIPT_FAILURE}\n{compiled}"
     devices = vg.device_error_info(exc)
     hint = _rule_hint(exc)
     if devices is None and hint is None:
         return None  # (neither the virtual GPU's nor an error a rule prevents, such as model.device)
-    where = user_frame(exc)
-    place = f"{where[0]}:{where[1]}" if where else "<unknown>"
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    lines = [f"devlint: {'device ' if devices is not None else ''}error at {place}: {type(exc).__name__}: {first}"]
+    kind = "device error" if devices is not None else "error"
+    lines = [f"devlint: {kind} at {_place(exc)}: {type(exc).__name__}: {first}"]
     if devices is not None and len(devices) == 2:
         lines.append(f"devlint: the two devices: {devices[0]} and {devices[1]}")
     origin = _origin_line(exc)
