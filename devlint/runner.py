@@ -332,6 +332,9 @@ _CHECKED_WORDS = (b"cuda", b"load", b".to(", b"device")
 
 
 def _import_checker(config: Config) -> None:
+    from devlint import cst_import
+
+    cst_import.load()
     import devlint.engine  # noqa: F401  (LibCST, the fixer, the analyses)
 
     config.rules()  # the selected rule modules

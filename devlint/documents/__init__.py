@@ -23,6 +23,9 @@ def check_document(path: str, data: bytes, config) -> FileResult:
     """Check (and, with config.fix or config.add_noqa, rewrite) one file's bytes, by its kind.
     Errors are returned, never raised."""
     if is_notebook(path):
+        from devlint import cst_import
+
+        cst_import.load()
         from devlint.documents.notebook import check_notebook_file
 
         return check_notebook_file(path, data, config)
@@ -31,7 +34,10 @@ def check_document(path: str, data: bytes, config) -> FileResult:
     result = cleared(path, data, config)  # no rule could flag it: no LibCST (the usual file)
     if result is not None:
         return result
-    from devlint.engine import check_source  # LibCST is loaded only when something is checked
+    from devlint import cst_import
+
+    cst_import.load()  # LibCST is loaded only when something is checked, its kept code first
+    from devlint.engine import check_source
 
     return check_source(path, data, config)
 
