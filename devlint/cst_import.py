@@ -5,12 +5,17 @@ workers and in each one-file run (pre-commit), and most of it is `dataclasses` a
 LibCST's ~200 frozen node classes it writes the source of `__init__`, `__repr__`, `__eq__`,
 `__hash__`, `__setattr__` ... and compiles it, about 1,000 compiles (one per class, about 130, on
 Python 3.13). What such a compile makes depends on nothing but the source text and the interpreter,
-so, as Python keeps a module's bytecode in `__pycache__`, the code is kept in one file beside
-devlint's own bytecode (where `PYTHONPYCACHEPREFIX` puts it; not written under
-`PYTHONDONTWRITEBYTECODE` or `-B`) and loaded instead of compiled next time: 40-90 ms less on this
-machine's Pythons 3.10 to 3.13. A text not in the file is compiled as before; a missing, unreadable,
-damaged or foreign file is as no file, and is written again. Nothing but the compile is skipped:
-the classes, their methods and what they do are dataclasses' own.
+so, as Python keeps a module's bytecode in `__pycache__`, the code is kept in one file per
+interpreter in the user's cache folder (`~/.cache/devlint`, or under `PYTHONPYCACHEPREFIX` where it
+is set; not written under `PYTHONDONTWRITEBYTECODE` or `-B`) and loaded instead of compiled next
+time: 40-90 ms less on this machine's Pythons 3.10 to 3.13. A text not in the file is compiled as
+before; a missing, unreadable, damaged or foreign file is as no file, and is written again. Nothing
+but the compile is skipped: the classes, their methods and what they do are dataclasses' own.
+
+Not beside devlint's own bytecode: `pip uninstall` removes the bytecode of the package's modules,
+not a file it does not know, which would keep `site-packages/devlint/` alive. One file serves every
+installation of the same interpreter (each virtualenv, each LibCST release): it keeps the texts of
+the releases seen, within a bound.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ import os
 import sys
 from types import ModuleType
 
-_NAME = "libcst-dataclasses"  # (the file: libcst-dataclasses.cpython-312.marshal)
+_NAME = "libcst-dataclasses"
 _DIGEST_SIZE = 16
+# The file keeps at most this many imports' texts (LibCST releases change a few of them each).
+_KEPT_IMPORTS = 3
 
 
 def load() -> ModuleType:
@@ -45,8 +52,8 @@ def load() -> ModuleType:
             code = known.get(source)
             if code is None:
                 # (exec of a text from dataclasses' frame inherits no __future__ flag: neither may this)
-                code = compile(source, "<string>", "exec", dont_inherit=True)
-                compiled += 1
+                code = known[source] = compile(source, "<string>", "exec", dont_inherit=True)
+                compiled += 1  # (once per text: a third of them come again, as the same method of another class)
             used[source] = code
             source = code
         return builtins.exec(source, *args, **kwargs)
@@ -61,7 +68,9 @@ def load() -> ModuleType:
         else:
             dataclasses.exec = before
     if path is not None and compiled and not sys.dont_write_bytecode:
-        write(path, used)
+        # another installation's texts stay (its LibCST, another release), as long as the file
+        # stays within a few imports' worth
+        write(path, known if len(known) <= _KEPT_IMPORTS * len(used) else used)
     return libcst
 
 
@@ -69,13 +78,30 @@ _NONE = object()
 
 
 def cache_path() -> str | None:
-    """Where the kept code lives: beside devlint's bytecode, named for this interpreter's bytecode
-    (`cpython-312`) and optimisation level, as importlib names a module's."""
-    try:
-        beside = importlib.util.cache_from_source(os.path.join(os.path.dirname(__file__), _NAME + ".py"))
-    except NotImplementedError:  # an interpreter that keeps no bytecode
+    """Where the kept code lives, named for this interpreter's bytecode as importlib names a module's
+    (`cpython-312`, its magic number, the optimisation level)."""
+    tag = sys.implementation.cache_tag
+    if tag is None:  # an interpreter that keeps no bytecode
         return None
-    return os.path.splitext(beside)[0] + ".marshal"
+    level = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+    name = f"{_NAME}.{tag}-{importlib.util.MAGIC_NUMBER.hex()}{level}.marshal"
+    if sys.pycache_prefix:
+        return os.path.join(sys.pycache_prefix, "devlint", name)
+    folder = _user_cache_folder()
+    return os.path.join(folder, "devlint", name) if folder else None
+
+
+def _user_cache_folder() -> str | None:
+    """The platform's folder for a user's caches (as pip's and Black's)."""
+    if sys.platform == "win32":
+        return os.environ.get("LOCALAPPDATA") or None
+    if sys.platform == "darwin":
+        return os.path.expanduser("~/Library/Caches")
+    folder = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(folder):  # (the XDG rule: a relative path is ignored)
+        return folder
+    home = os.path.expanduser("~")
+    return os.path.join(home, ".cache") if os.path.isabs(home) else None
 
 
 def _header() -> bytes:

@@ -44,9 +44,12 @@ print(json.dumps({
 """
 
 
-def _load(prefix: str, *flags: str) -> dict:
-    env = dict(os.environ, PYTHONPYCACHEPREFIX=prefix, PYTHONPATH=ROOT)
+def _load(prefix: str | None, *flags: str, **environ: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT, **environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    if prefix is not None:
+        env["PYTHONPYCACHEPREFIX"] = prefix
     done = subprocess.run([sys.executable, *flags, "-c", _PROBE], env=env, cwd=ROOT, capture_output=True,
                           text=True, check=True)
     return json.loads(done.stdout)
@@ -67,6 +70,25 @@ def test_the_second_import_compiles_nothing(tmp_path):
     assert second["compiled"] == 0
     _behaves(first)
     _behaves(second)
+
+
+@pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="the XDG cache folder")
+def test_without_a_bytecode_prefix_the_users_cache_folder_holds_it(tmp_path):
+    first = _load(None, XDG_CACHE_HOME=str(tmp_path))
+    assert os.path.dirname(first["path"]) == str(tmp_path / "devlint")
+    assert os.path.isfile(first["path"])
+    assert _load(None, XDG_CACHE_HOME=str(tmp_path))["compiled"] == 0
+
+
+def test_another_installations_texts_stay(tmp_path):
+    path = _load(str(tmp_path))["path"]
+    kept = cst_import.read(path)
+    other = "def __create_fn__():\n def f(self): return 1\n return f"  # (as another LibCST would write)
+    kept[other] = compile(other, "<string>", "exec", dont_inherit=True)
+    kept.pop(next(iter(kept)))  # and one text of this LibCST is missing: the next import compiles it
+    cst_import.write(path, kept)
+    assert _load(str(tmp_path))["compiled"] == 1
+    assert other in cst_import.read(path)
 
 
 def test_a_damaged_file_is_as_none_and_written_again(tmp_path):
