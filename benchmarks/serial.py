@@ -15,6 +15,11 @@ For each tree of devlint (or the installed devlint when no --tree is given), sid
   on the load. Work every worker repeats shows up as serial there too, as it should. Then the
   page faults of each run's processes and their system time: a count that does not drift with the
   machine's speed, where work a -j N run adds to -j 1's shows when the times cannot resolve it.
+- side by side: the corpus in N parts (every Nth file) checked with -j 1, one after the other and then
+  all at once, CPU times. N processes at once run slower on a machine whose cores share
+  caches, memory and a hypervisor's time: the CPU fit counts that slowdown of the -j N run's workers
+  as serial work, though no change of devlint removes it; it is given apart (`--no-side-by-side`
+  skips it), and the fit less it.
 - warm (cache filled, nothing changed: a replay, devlint.replay), warm without a replay (`-o`, which
   is never recorded: every result from the result cache) and one file (`--no-cache`, pre-commit
   style): the best of --repeat runs, wall and CPU time.
@@ -156,6 +161,29 @@ def _idle(marks: str, launched: float) -> float | None:
     return (ended - launched) - working / len(ready)
 
 
+def at_once(commands: list[list[str]], env: dict, cwd: str) -> float:
+    """The CPU seconds of `commands` run at the same time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    running = [subprocess.Popen(c, env=dict(env, DEVLINT_BENCH_CPU=os.devnull), cwd=cwd,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in commands]
+    for each in running:
+        each.wait()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def side_by_side(tree: "Tree", folder: str, files: list[str], parts: int, repeat: int) -> tuple[float, float]:
+    """CPU seconds of -j 1 checks of the corpus in `parts` parts run one after the other, and all at
+    once (each the least of `repeat`, taking turns)."""
+    shares = [[os.path.relpath(p, folder) for p in files[start::parts]] for start in range(parts)]
+    commands = [tree.command("--no-cache", "-j", "1", *share) for share in shares]
+    apart, together = [], []
+    for _ in range(max(1, repeat)):
+        apart.append(sum(run(c, env=tree.env, cwd=folder).cpu for c in commands))
+        together.append(at_once(commands, tree.env, folder))
+    return min(apart), min(together)
+
+
 def best(repeat: int, command: list[str], **kwargs) -> Run:
     """The fastest of `repeat` runs by wall time; its CPU time is the least seen (the least disturbed)."""
     return fastest_of([run(command, **kwargs) for _ in range(max(1, repeat))])
@@ -234,6 +262,7 @@ def main() -> int:
     parser.add_argument("--one-file", help="the file of the one-file run (default: the first with `.cuda(`)")
     parser.add_argument("--cores", help="e.g. 2,16: cold runs with the default -j on the first 2 and on the first "
                         "16 cores (as taskset), and the fit between them (the issue's table)")
+    parser.add_argument("--no-side-by-side", action="store_true", help="skip the side-by-side slowdown")
     parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (minutes on a big corpus)")
     parser.add_argument("--no-torchfix-cold", action="store_true", help="run TorchFix on the one file only")
     args = parser.parse_args()
@@ -279,6 +308,18 @@ def main() -> int:
         cpu_serial, cpu_parallel = fit(cold1.cpu, (coldn.parent or 0.0) + workers / args.jobs, args.jobs)
         print(f"  {'fit from wall times: serial, parallel':44} {wall_serial:8.2f} {wall_parallel:8.2f}")
         print(f"  {'fit from CPU times: serial, parallel':44} {cpu_serial:8.2f} {cpu_parallel:8.2f}")
+        print(f"  {'  of which: parent CPU; workers CPU beyond -j 1':44} {coldn.parent or 0.0:8.2f} "
+              f"{workers - (cold1.cpu - (coldn.parent or 0.0)):8.2f}")
+        less_machine = None
+        if not args.no_side_by_side:
+            apart, together = side_by_side(tree, folder, files, args.jobs, args.cold_repeat)
+            slowdown = together / apart - 1
+            # the -j 1 run's checking, as much slower as N processes at once are
+            machine = slowdown * (cold1.cpu - (coldn.parent or 0.0))
+            print(f"  {f'side by side: {args.jobs} parts -j 1 apart, at once (CPU)':44} {apart:8.2f} {together:8.2f}"
+                  f"  {slowdown:+.1%}")
+            less_machine = cpu_serial - machine
+            print(f"  {'fit from CPU times, less that slowdown':44} {less_machine:8.2f}")
         if coldn.idle is not None:
             print(f"  {f'-j {args.jobs} timeline: not all workers checking':44} {coldn.idle:8.2f}")
         if coldn.phases:
@@ -295,7 +336,7 @@ def main() -> int:
         print(row("warm, not replayed (-o: from the result cache)", unreplayed))
         single = best(args.repeat, tree.command("--no-cache", one), **kwargs)
         print(row("one file (--no-cache)", single))
-        summary.append((tree.name, coldn.parent, cpu_serial, warm, single))
+        summary.append((tree.name, coldn.parent, cpu_serial, less_machine, coldn.idle, warm, single))
 
     peer_rows = {}
     if ruff is not None:
@@ -314,8 +355,12 @@ def main() -> int:
     core_fits = by_cores(args, trees, folder, ruff) if args.cores else []
 
     print("\nsummary (targets: serial under 0.3 s; warm at most 1.5x ruff's cold run)")
-    for name, parent, serial, warm, single in summary:
+    for name, parent, serial, less_machine, idle, warm, single in summary:
         line = f"  {name}: parent CPU {parent or 0:.2f} s, serial (CPU fit) {serial:.2f} s"
+        if less_machine is not None:
+            line += f" ({less_machine:.2f} s less the side-by-side slowdown)"
+        if idle is not None:
+            line += f", timeline {idle:.2f} s"
         if "ruff cold" in peer_rows:
             ruff_cold = peer_rows["ruff cold"]
             line += (f", warm / ruff: {warm.wall / ruff_cold.wall:.1f}x wall, "
