@@ -35,7 +35,10 @@ class DevlintChecker:
         self.lines = lines
 
     def run(self):
+        from devlint import cst_import
         from devlint.config import ConfigError
+
+        cst_import.load()  # (LibCST's import, its kept code first: once per flake8 process)
         from devlint.engine import check_source
 
         try:
