@@ -27,7 +27,7 @@ import importlib.util
 import marshal
 import os
 import sys
-from types import ModuleType
+from types import CodeType, ModuleType
 
 _NAME = "libcst-dataclasses"
 _DIGEST_SIZE = 16
@@ -125,7 +125,8 @@ def read(path: str) -> dict:
         kept = marshal.loads(body)
     except (EOFError, ValueError, TypeError):
         return {}
-    return kept if isinstance(kept, dict) else {}
+    whole = isinstance(kept, dict) and all(type(k) is str and type(v) is CodeType for k, v in kept.items())
+    return kept if whole else {}
 
 
 def write(path: str, kept: dict) -> None:
@@ -136,7 +137,7 @@ def write(path: str, kept: dict) -> None:
     partial = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(folder, exist_ok=True)
-        # (mode 0o666 less the umask, as Python writes bytecode: readable by whoever reads devlint's)
+        # (mode 0o666 less the umask, as Python writes bytecode)
         handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o666)
         with os.fdopen(handle, "wb") as out:
             out.write(_header() + _digest(body) + body)

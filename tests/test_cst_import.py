@@ -128,7 +128,7 @@ def test_read_and_write(tmp_path):
     assert cst_import.read(str(tmp_path / "missing")) == {}
 
 
-@pytest.mark.parametrize("damage", ["foreign header", "truncated", "not a dict"])
+@pytest.mark.parametrize("damage", ["foreign header", "truncated", "not a dict", "not code"])
 def test_read_refuses_what_it_did_not_write_whole(tmp_path, damage):
     path = str(tmp_path / "kept.marshal")
     cst_import.write(path, {"x = 1": compile("x = 1", "<string>", "exec")})
@@ -141,7 +141,7 @@ def test_read_refuses_what_it_did_not_write_whole(tmp_path, damage):
     else:
         import marshal
 
-        body = marshal.dumps(["x = 1"])
+        body = marshal.dumps(["x = 1"] if damage == "not a dict" else {"x = 1": 1})
         header = cst_import._header()
         data = header + cst_import._digest(body) + body
     with open(path, "wb") as handle:
