@@ -131,22 +131,16 @@ def read(path: str) -> dict:
 
 def write(path: str, kept: dict) -> None:
     """Write the file whole or not at all (a reader never sees half of it); an unwritable place
-    (a read-only installation) keeps nothing."""
+    (a read-only home) keeps nothing."""
+    from devlint.cache_folder import write_atomically
+
     body = marshal.dumps(kept)
-    folder = os.path.dirname(path)
-    partial = f"{path}.{os.getpid()}.tmp"
+    folder, name = os.path.split(path)
     try:
         os.makedirs(folder, exist_ok=True)
-        # (mode 0o666 less the umask, as Python writes bytecode)
-        handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o666)
-        with os.fdopen(handle, "wb") as out:
-            out.write(_header() + _digest(body) + body)
-        os.replace(partial, path)
+        write_atomically(folder, name, _header() + _digest(body) + body)
     except OSError:
-        try:
-            os.unlink(partial)
-        except OSError:
-            pass
+        pass
 
 
 def _digest(body: bytes) -> bytes:

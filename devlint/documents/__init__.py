@@ -22,21 +22,20 @@ def is_notebook(path: str) -> bool:
 def check_document(path: str, data: bytes, config) -> FileResult:
     """Check (and, with config.fix or config.add_noqa, rewrite) one file's bytes, by its kind.
     Errors are returned, never raised."""
-    if is_notebook(path):
-        from devlint import cst_import
+    notebook = is_notebook(path)
+    if not notebook:
+        from devlint.cleared import cleared
 
-        cst_import.load()
-        from devlint.documents.notebook import check_notebook_file
-
-        return check_notebook_file(path, data, config)
-    from devlint.cleared import cleared
-
-    result = cleared(path, data, config)  # no rule could flag it: no LibCST (the usual file)
-    if result is not None:
-        return result
+        result = cleared(path, data, config)  # no rule could flag it: no LibCST (the usual file)
+        if result is not None:
+            return result
     from devlint import cst_import
 
     cst_import.load()  # LibCST is loaded only when something is checked, its kept code first
+    if notebook:
+        from devlint.documents.notebook import check_notebook_file
+
+        return check_notebook_file(path, data, config)
     from devlint.engine import check_source
 
     return check_source(path, data, config)
