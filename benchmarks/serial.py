@@ -110,7 +110,7 @@ def run(command: list[str], env: dict | None = None, cwd: str | None = None, tim
         text = report.read().strip()
         text_marks = marks.read() if timeline else ""
         idle = _idle(text_marks, launched) if timeline else None
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = cpu_between(before, after)
     result = Run(wall, cpu, float(text) if text else None, done.returncode, done.stdout + done.stderr, idle,
                  after.ru_minflt - before.ru_minflt, after.ru_stime - before.ru_stime)
     result.phases = _phases(text_marks, launched) if timeline else None
@@ -168,7 +168,11 @@ def at_once(commands: list[list[str]], env: dict, cwd: str) -> float:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in commands]
     for each in running:
         each.wait()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return cpu_between(before, resource.getrusage(resource.RUSAGE_CHILDREN))
+
+
+def cpu_between(before, after) -> float:
+    """User and system seconds between two getrusage readings."""
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
@@ -304,18 +308,19 @@ def main() -> int:
                 print(f"    exit {r.code}: {r.output[-400:]}")
         wall_serial, wall_parallel = fit(cold1.wall, coldn.wall, args.jobs)
         # On N idle cores a -j N run lasts its parent's CPU time plus its workers' shared among them.
-        workers = coldn.cpu - (coldn.parent or 0.0)
-        cpu_serial, cpu_parallel = fit(cold1.cpu, (coldn.parent or 0.0) + workers / args.jobs, args.jobs)
+        parent = coldn.parent or 0.0
+        workers = coldn.cpu - parent
+        checking = cold1.cpu - parent  # what the -j 1 run did beyond what the -j N run's parent does
+        cpu_serial, cpu_parallel = fit(cold1.cpu, parent + workers / args.jobs, args.jobs)
         print(f"  {'fit from wall times: serial, parallel':44} {wall_serial:8.2f} {wall_parallel:8.2f}")
         print(f"  {'fit from CPU times: serial, parallel':44} {cpu_serial:8.2f} {cpu_parallel:8.2f}")
-        print(f"  {'  of which: parent CPU; workers CPU beyond -j 1':44} {coldn.parent or 0.0:8.2f} "
-              f"{workers - (cold1.cpu - (coldn.parent or 0.0)):8.2f}")
+        print(f"  {'  of which: parent CPU; workers CPU beyond -j 1':44} {parent:8.2f} {workers - checking:8.2f}")
         less_machine = None
         if not args.no_side_by_side:
             apart, together = side_by_side(tree, folder, files, args.jobs, args.cold_repeat)
             slowdown = together / apart - 1
             # the -j 1 run's checking, as much slower as N processes at once are
-            machine = slowdown * (cold1.cpu - (coldn.parent or 0.0))
+            machine = slowdown * checking
             print(f"  {f'side by side: {args.jobs} parts -j 1 apart, at once (CPU)':44} {apart:8.2f} {together:8.2f}"
                   f"  {slowdown:+.1%}")
             less_machine = cpu_serial - machine
