@@ -35,17 +35,17 @@ class DevlintChecker:
         self.lines = lines
 
     def run(self):
-        from devlint import cst_import
         from devlint.config import ConfigError
-
-        cst_import.load()  # (LibCST's import, its kept code first: once per flake8 process)
-        from devlint.engine import check_source
+        from devlint.documents import load_checker
 
         try:
             config = _config(os.path.dirname(os.path.abspath(self.filename)))
         except ConfigError as exc:
             yield 1, 0, f"{NOT_CHECKED} devlint: {exc}", type(self)
             return
+        load_checker(config)  # (LibCST's import, its kept code first: once per flake8 process)
+        from devlint.engine import check_source
+
         data = _source_bytes(self.lines)
         if len(data) > config.max_file_size:
             return  # devlint skips it too (with a warning, exit code 0): max-file-size

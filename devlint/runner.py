@@ -11,7 +11,7 @@ from dataclasses import replace
 from devlint import collector, schedule, worker_share
 from devlint.cache import ResultCache
 from devlint.config import Config
-from devlint.documents import check_document, written_encoding
+from devlint.documents import check_document, load_checker, written_encoding
 from devlint.model import FileError, FileResult
 from devlint.size_limit import raw_limit, raw_limit_notice
 from devlint.source import NotWritten, decode, encode, write_fixed
@@ -332,12 +332,7 @@ _CHECKED_WORDS = (b"cuda", b"load", b".to(", b"device")
 
 
 def _import_checker(config: Config) -> None:
-    from devlint import cst_import
-
-    cst_import.load()
-    import devlint.engine  # noqa: F401  (LibCST, the fixer, the analyses)
-
-    config.rules()  # the selected rule modules
+    load_checker(config)
 
 
 def _run_pool(paths, config, write, jobs, data, context, stop, share) -> list[FileResult]:

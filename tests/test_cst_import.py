@@ -72,6 +72,49 @@ def test_the_second_import_compiles_nothing(tmp_path):
     _behaves(second)
 
 
+# The checker's import (LibCST, the engine, the rules) in a fresh interpreter: how many texts it
+# compiled, and what a check of one file finds (devlint's own dataclasses built from kept code).
+_CHECKER_PROBE = """
+import json
+from devlint import cst_import
+compiled = []
+def counting(*args, **kwargs):
+    compiled.append(args[0])
+    return compile(*args, **kwargs)
+cst_import.compile = counting
+from devlint.config import Config
+from devlint.documents import load_checker
+config = Config()
+load_checker(config)
+from devlint.engine import check_source
+result = check_source("a.py", b"import torch\\nx = torch.ones(2).cuda()\\n", config)
+print(json.dumps({
+    "compiled": len(compiled),
+    "findings": [(f.code, f.start.line, f.start.column) for f in result.findings],
+    "equal": result.findings[0] == result.findings[0].__class__(**vars(result.findings[0])),
+}))
+"""
+
+
+def test_the_checkers_second_import_compiles_nothing_of_devlint_either(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONPYCACHEPREFIX=str(tmp_path))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def probe() -> dict:
+        done = subprocess.run([sys.executable, "-c", _CHECKER_PROBE], env=env, cwd=ROOT, capture_output=True,
+                              text=True, check=True)
+        return json.loads(done.stdout)
+
+    first = _load(str(tmp_path))  # LibCST's texts kept; devlint's own not yet
+    assert first["compiled"] > 100
+    second = probe()
+    assert second["compiled"] > 20  # devlint's analyses' and rules' dataclasses (~60)
+    third = probe()
+    assert third["compiled"] == 0
+    assert second["findings"] == third["findings"] == [["DL001", 2, 18]]  # (`.cuda()`, 0-based column)
+    assert third["equal"]
+
+
 @pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="the XDG cache folder")
 def test_without_a_bytecode_prefix_the_users_cache_folder_holds_it(tmp_path):
     first = _load(None, XDG_CACHE_HOME=str(tmp_path))

@@ -10,6 +10,8 @@ Importing this package is cheap (no LibCST): a fully cached run imports it too.
 
 from __future__ import annotations
 
+import sys
+
 from devlint.model import FileResult
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -29,9 +31,7 @@ def check_document(path: str, data: bytes, config) -> FileResult:
         result = cleared(path, data, config)  # no rule could flag it: no LibCST (the usual file)
         if result is not None:
             return result
-    from devlint import cst_import
-
-    cst_import.load()  # LibCST is loaded only when something is checked, its kept code first
+    load_checker(config)  # only when something is checked
     if notebook:
         from devlint.documents.notebook import check_notebook_file
 
@@ -39,6 +39,21 @@ def check_document(path: str, data: bytes, config) -> FileResult:
     from devlint.engine import check_source
 
     return check_source(path, data, config)
+
+
+def load_checker(config) -> None:
+    """Import LibCST, the engine and `config`'s rules, once, with their dataclasses' code kept
+    (devlint.cst_import): the first check of an in-process run, or the parent of a run with workers
+    before it forks them."""
+    if "devlint.engine" in sys.modules:
+        config.rules()  # (another selection's rule modules: each imported once)
+        return
+    from devlint import cst_import
+
+    with cst_import.kept_code():
+        import devlint.engine  # noqa: F401  (LibCST, the fixer, the analyses)
+
+        config.rules()
 
 
 def written_encoding(path: str, data: bytes) -> str:
