@@ -18,6 +18,7 @@ from devlint.config import Config
 from devlint.context import FileContext
 from devlint.frame_room import call_with_room
 from devlint.fixer import UnplaceableDefinition, apply_edits, apply_fixes, define_device
+from devlint.parsing import parse_module
 from devlint.prefilter import TooComplex, parse_quietly, summarise
 from devlint.model import Applicability, FileError, FileResult, Finding, Fix
 from devlint.rendering import Rendering
@@ -176,7 +177,7 @@ def _rule_findings(text: str, config: Config, rules: tuple, project=None) -> lis
     if not rules or not _may_match(text, rules):
         return []
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except cst.ParserSyntaxError as exc:
         if summarise(text) is not None:  # the interpreter reads it: LibCST's limitation, not the user's error
             raise cannot_parse(exc.message) from None

@@ -13,6 +13,7 @@ from devlint.context import FileContext, FixOptions
 from devlint.device_options import device_expression
 from devlint.identifiers import identifier, normalized
 from devlint.model import Edit, Finding, Position
+from devlint.parsing import parse_module
 from devlint.rendering import Rendering, line_offsets, position_at
 from devlint.analysis.device_definition import (
     MODULE_LEVEL,
@@ -45,7 +46,7 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
     define = define or define_device
     if not any(f.fix.needs_device for f in findings):
         return apply(text, findings)
-    ctx = FileContext(cst.parse_module(text), options, project)
+    ctx = FileContext(parse_module(text), options, project)
     module, options = ctx.module, ctx.options  # names as Python reads them (devlint.identifiers)
     name = definition_name(options.device_name, has_star_import(module))
     if name is None:
@@ -94,7 +95,7 @@ def apply_fixes(text: str, findings: list[Finding], options: FixOptions, apply=N
     elif insertions:
         updated = _import_torch(updated)
         try:
-            cst.parse_module(updated)
+            parse_module(updated)
         except cst.ParserSyntaxError:
             raise UnplaceableDefinition("the local definition does not parse") from None
     return updated, applied
@@ -253,7 +254,7 @@ def _rendering(text: str) -> Rendering:
     and the text need not be parsed again."""
     if "\f" not in text:
         return Rendering(text, text)
-    return Rendering(text, cst.parse_module(text).code)
+    return Rendering(text, parse_module(text).code)
 
 
 class _Taken:
@@ -291,7 +292,7 @@ def define_device(text: str, options: FixOptions) -> str:
 
     The name is the one the rules wrote (`definition_name`: `_device` after a star import).
     """
-    module = original = cst.parse_module(text)
+    module = original = parse_module(text)
     torch_name = _torch_alias(text, module)
     expression = device_expression(options.device_expression, torch_name or "torch")
     name = definition_name(identifier(options.device_name), has_star_import(module))
@@ -317,7 +318,7 @@ def define_device(text: str, options: FixOptions) -> str:
 
 def _import_torch(text: str) -> str:
     """`import torch` where nothing binds torch (a local definition needs it too)."""
-    module = cst.parse_module(text)
+    module = parse_module(text)
     return text if _torch_alias(text, module) is not None else _add_torch_import(text, module)
 
 

@@ -45,6 +45,7 @@ from typing import Callable
 import libcst as cst
 
 from devlint.facts import FileFacts
+from devlint.parsing import parse_module
 from devlint.syntax import dotted_name
 
 _EXITS = {"sys.exit", "exit", "quit", "os._exit", "builtins.exit", "builtins.quit"}
@@ -134,7 +135,7 @@ def _analyse(data: bytes, name: str, guards_of: Guards) -> bool:
     if (b"cuda" not in lowered and b"gpu" not in lowered) or not (b"exit" in data or b"raise" in data):
         return False  # (no file is parsed again for a helper that cannot refuse)
     try:
-        module = cst.parse_module(data)
+        module = parse_module(data)
     except Exception:  # noqa: BLE001  (an unreadable helper proves nothing)
         return False
     ctx = FileFacts(module)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.parsing import parse_module
+
 
 MAX_FILES = 4
 _ACTIVE: list[str] = []
@@ -56,7 +58,7 @@ def _analyse(view, path: str, data: bytes, count: int, name: str, guards_of) -> 
 
     try:
         text = data.decode("utf-8")
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except Exception:  # noqa: BLE001  (a file devlint cannot read places nothing)
         return False, {}, {}
     sub = ProjectView(path, view.vocabulary, view.index)

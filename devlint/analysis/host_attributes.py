@@ -25,6 +25,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.facts import FileFacts, answers
+from devlint.parsing import parse_module
 from devlint.syntax import descendants
 
 MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"})
@@ -117,7 +118,7 @@ def _facts(view, path: str) -> FileFacts | None:
         return None
     if observed not in _BY_DIGEST:
         try:
-            _BY_DIGEST[observed] = FileFacts(cst.parse_module(data))
+            _BY_DIGEST[observed] = FileFacts(parse_module(data))
         except Exception:  # (a file that does not parse: nothing known of it)
             _BY_DIGEST[observed] = None
     return _BY_DIGEST[observed]

@@ -24,6 +24,7 @@ import libcst as cst
 
 from devlint.analysis.kinds import kinds_of
 from devlint.facts import FileFacts, answers
+from devlint.parsing import parse_module
 from devlint.syntax import dotted_name, find_arg
 
 ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
@@ -217,7 +218,7 @@ def _analyse(data: bytes) -> FileOrigins | None:
     from devlint.analysis.host_returns import returns_host
 
     try:
-        module = cst.parse_module(data)
+        module = parse_module(data)
         ctx = FileFacts(module)
         origins = FileOrigins()
         for statement in module.body:

@@ -27,6 +27,7 @@ from devlint.documents.notebook_write import Unwritable, splice_sources
 from devlint.engine import FixDidNotConverge, TooDeeplyNested, add_noqa_text, fix_text, lint_text, project_view
 from devlint.model import FileError, FileResult, Finding
 from devlint.notebook_json import InvalidNotebook, load
+from devlint.parsing import parse_module
 from devlint.prefilter import TooComplex
 from devlint.report import PARTLY_CHECKED
 from devlint.rescue import rescue_cells
@@ -165,7 +166,7 @@ def _run_checker(text: str, config, rules, project=None) -> tuple[str, list[Find
 def _libcst_refuses(cell: Cell) -> str | None:
     """Why LibCST cannot parse this cell (valid Python for the interpreter), or None."""
     try:
-        cst.parse_module(cell.masked())
+        parse_module(cell.masked())
     except cst.ParserSyntaxError as exc:  # its positions are not reliable enough to quote
         return f"cell {cell.index + 1}: {str(cannot_parse(exc.message)).removeprefix('skipped: ')}"
     except Exception:  # noqa: BLE001 - not this cell's doing: the checker reports it as before
