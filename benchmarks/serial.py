@@ -35,6 +35,7 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -235,6 +236,20 @@ def fit(one: float, many: float, jobs: int) -> tuple[float, float]:
     return serial, one - serial
 
 
+def paired_fits(ones: list[Run], manys: list[Run], jobs: int):
+    """The fit from each -j 1 run and the -j N run right after it: (median, lowest, highest), from wall
+    times and from CPU times; None for fewer than 3 pairs. The fit above takes the fastest of each
+    kind, which may come minutes apart: this machine's speed drifts by a few percent over minutes,
+    and twice the -j N time less the -j 1 time turns 2% of a 5 s run into 0.1 s of "serial" work.
+    A pair's runs are seconds apart, and the median drops the pairs a busy moment split."""
+    if len(ones) < 3:
+        return None
+    walls = sorted(fit(one.wall, many.wall, jobs)[0] for one, many in zip(ones, manys))
+    cpus = sorted(fit(one.cpu, (many.parent or 0.0) + (many.cpu - (many.parent or 0.0)) / jobs, jobs)[0]
+                  for one, many in zip(ones, manys))
+    return tuple((statistics.median(values), values[0], values[-1]) for values in (walls, cpus))
+
+
 def peers() -> tuple[str | None, str | None]:
     bin_dir = os.path.join(PEERS_VENV, "bin")
     torchfix = os.path.join(bin_dir, "torchfix")
@@ -315,6 +330,12 @@ def main() -> int:
         print(f"  {'fit from wall times: serial, parallel':44} {wall_serial:8.2f} {wall_parallel:8.2f}")
         print(f"  {'fit from CPU times: serial, parallel':44} {cpu_serial:8.2f} {cpu_parallel:8.2f}")
         print(f"  {'  of which: parent CPU; workers CPU beyond -j 1':44} {parent:8.2f} {workers - checking:8.2f}")
+        paired = paired_fits(cold[number, "1"], cold[number, str(args.jobs)], args.jobs)
+        if paired is not None:
+            (wall_median, wall_low, wall_high), (cpu_median, cpu_low, cpu_high) = paired
+            print(f"  {f'paired fits, median of {args.cold_repeat} (range): wall':44} {wall_median:8.2f}"
+                  f"  ({wall_low:.2f} to {wall_high:.2f})")
+            print(f"  {'  CPU':44} {cpu_median:8.2f}  ({cpu_low:.2f} to {cpu_high:.2f})")
         less_machine = None
         if not args.no_side_by_side:
             apart, together = side_by_side(tree, folder, files, args.jobs, args.cold_repeat)
@@ -341,7 +362,7 @@ def main() -> int:
         print(row("warm, not replayed (-o: from the result cache)", unreplayed))
         single = best(args.repeat, tree.command("--no-cache", one), **kwargs)
         print(row("one file (--no-cache)", single))
-        summary.append((tree.name, coldn.parent, cpu_serial, less_machine, coldn.idle, warm, single))
+        summary.append((tree.name, coldn.parent, cpu_serial, less_machine, coldn.idle, warm, single, paired))
 
     peer_rows = {}
     if ruff is not None:
@@ -360,8 +381,10 @@ def main() -> int:
     core_fits = by_cores(args, trees, folder, ruff) if args.cores else []
 
     print("\nsummary (targets: serial under 0.3 s; warm at most 1.5x ruff's cold run)")
-    for name, parent, serial, less_machine, idle, warm, single in summary:
+    for name, parent, serial, less_machine, idle, warm, single, paired in summary:
         line = f"  {name}: parent CPU {parent or 0:.2f} s, serial (CPU fit) {serial:.2f} s"
+        if paired is not None:
+            line += f", paired fits' medians {paired[0][0]:.2f} s wall, {paired[1][0]:.2f} s CPU"
         if less_machine is not None:
             line += f" ({less_machine:.2f} s less the side-by-side slowdown)"
         if idle is not None:
