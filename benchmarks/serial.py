@@ -20,6 +20,10 @@ For each tree of devlint (or the installed devlint when no --tree is given), sid
   caches, memory and a hypervisor's time: the CPU fit counts that slowdown of the -j N run's workers
   as serial work, though no change of devlint removes it; it is given apart (`--no-side-by-side`
   skips it), and the fit less it.
+- with --instructions, the cold runs once more under valgrind's cachegrind: each process's
+  instructions, and the fit from them (converted to seconds at the -j 1 run's rate). A count does
+  not move with the host's speed, as every time above does; it leaves out what the kernel does
+  (page faults) and what cache misses cost.
 - warm (cache filled, nothing changed: a replay, devlint.replay), warm without a replay (`-o`, which
   is never recorded: every result from the result cache) and one file (`--no-cache`, pre-commit
   style): the best of --repeat runs, wall and CPU time.
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -59,6 +64,10 @@ _PROBE = (
     "    with open(out, 'w') as handle: handle.write(str(usage.ru_utime + usage.ru_stime))\n"
     "    if _timeline: _mark('exit')\n"
     "atexit.register(_report)\n"
+    "if os.environ.pop('DEVLINT_BENCH_STOP_AT_FORK', None):\n"
+    "    import devlint.runner as _forking\n"
+    "    if hasattr(_forking, '_run_pool'):  # (where a -j N run forks its workers)\n"
+    "        _forking._run_pool = lambda *args, **kwargs: os._exit(0)\n"
     "if _timeline:\n"
     "    import devlint.runner as _runner\n"
     "    _checked = _runner._check_chunk\n"
@@ -250,6 +259,40 @@ def paired_fits(ones: list[Run], manys: list[Run], jobs: int):
     return tuple((statistics.median(values), values[0], values[-1]) for values in (walls, cpus))
 
 
+def instruction_fit(tree: "Tree", folder: str, jobs: int, one_cpu: float):
+    """The cold runs again under valgrind's cachegrind, which counts each process's instructions (its
+    forked workers' too) and does not drift with the host as times do: (-j 1's count, the -j N
+    parent's, its workers' together, the fit `(N x (parent + workers / N) - one) / (N - 1)` in
+    instructions, and that in seconds at the -j 1 run's own rate: its count over `one_cpu`). None
+    without valgrind. User-space instructions only: page faults and cache misses are not in it. A
+    third run stops the -j N parent where it would fork: its count there is taken off each worker's."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    counts = {}
+    for count, stop in (("1", False), (str(jobs), False), (str(jobs), True)):
+        env = dict(tree.env, DEVLINT_BENCH_STOP_AT_FORK="1") if stop else tree.env
+        done = run([valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                    *tree.command("--no-cache", "-j", count, ".")], env=env, cwd=folder)
+        per_process = {pid: int(n.replace(",", "")) for pid, n in re.findall(r"==(\d+)== I\s+refs:\s+([\d,]+)",
+                                                                             done.output)}
+        started = re.search(r"==(\d+)== Command:", done.output)
+        if started is None or started[1] not in per_process:
+            return None
+        parent = per_process.pop(started[1])
+        counts[count, stop] = (parent, sum(per_process.values()), len(per_process))
+    one = sum(counts["1", False][:2])
+    parent, workers, forked = counts[str(jobs), False]
+    # A forked worker's count starts from its parent's at the fork (valgrind's counters are copied
+    # with the process): that much of each worker's count is the parent's work, counted once above.
+    at_fork, _, stray = counts[str(jobs), True]
+    if stray:  # (a tree without _run_pool: the workers started elsewhere; nothing taken off)
+        at_fork = 0
+    workers -= forked * at_fork
+    serial = (jobs * (parent + workers / jobs) - one) / (jobs - 1)
+    return one, parent, workers, serial, serial / (one / one_cpu)
+
+
 def peers() -> tuple[str | None, str | None]:
     bin_dir = os.path.join(PEERS_VENV, "bin")
     torchfix = os.path.join(bin_dir, "torchfix")
@@ -282,6 +325,8 @@ def main() -> int:
     parser.add_argument("--cores", help="e.g. 2,16: cold runs with the default -j on the first 2 and on the first "
                         "16 cores (as taskset), and the fit between them (the issue's table)")
     parser.add_argument("--no-side-by-side", action="store_true", help="skip the side-by-side slowdown")
+    parser.add_argument("--instructions", action="store_true", help="also count the cold runs' instructions under "
+                        "valgrind (cachegrind): the fit without the host's noise (minutes per tree)")
     parser.add_argument("--no-torchfix", action="store_true", help="skip TorchFix (minutes on a big corpus)")
     parser.add_argument("--no-torchfix-cold", action="store_true", help="run TorchFix on the one file only")
     args = parser.parse_args()
@@ -336,6 +381,12 @@ def main() -> int:
             print(f"  {f'paired fits, median of {args.cold_repeat} (range): wall':44} {wall_median:8.2f}"
                   f"  ({wall_low:.2f} to {wall_high:.2f})")
             print(f"  {'  CPU':44} {cpu_median:8.2f}  ({cpu_low:.2f} to {cpu_high:.2f})")
+        counted = instruction_fit(tree, folder, args.jobs, cold1.cpu) if args.instructions else None
+        if counted is not None:
+            one_i, parent_i, workers_i, serial_i, seconds = counted
+            print(f"  {'instructions: -j 1; parent, workers (own)':44} {one_i / 1e9:7.2f}G "
+                  f"{parent_i / 1e9:7.2f}G {workers_i / 1e9:7.2f}G")
+            print(f"  {'serial: fit from instructions (at -j 1 rate)':44} {serial_i / 1e9:7.2f}G {seconds:8.2f} s")
         less_machine = None
         if not args.no_side_by_side:
             apart, together = side_by_side(tree, folder, files, args.jobs, args.cold_repeat)
