@@ -245,6 +245,13 @@ def fit(one: float, many: float, jobs: int) -> tuple[float, float]:
     return serial, one - serial
 
 
+def cpu_fit(one: Run, many: Run, jobs: int) -> tuple[float, float]:
+    """The fit from CPU times: on N idle cores a -j N run lasts its parent's CPU time plus its workers'
+    shared among them."""
+    parent = many.parent or 0.0
+    return fit(one.cpu, parent + (many.cpu - parent) / jobs, jobs)
+
+
 def paired_fits(ones: list[Run], manys: list[Run], jobs: int):
     """The fit from each -j 1 run and the -j N run right after it: (median, lowest, highest), from wall
     times and from CPU times; None for fewer than 3 pairs. The fit above takes the fastest of each
@@ -254,8 +261,7 @@ def paired_fits(ones: list[Run], manys: list[Run], jobs: int):
     if len(ones) < 3:
         return None
     walls = sorted(fit(one.wall, many.wall, jobs)[0] for one, many in zip(ones, manys))
-    cpus = sorted(fit(one.cpu, (many.parent or 0.0) + (many.cpu - (many.parent or 0.0)) / jobs, jobs)[0]
-                  for one, many in zip(ones, manys))
+    cpus = sorted(cpu_fit(one, many, jobs)[0] for one, many in zip(ones, manys))
     return tuple((statistics.median(values), values[0], values[-1]) for values in (walls, cpus))
 
 
@@ -367,11 +373,10 @@ def main() -> int:
             if r.code != 0:
                 print(f"    exit {r.code}: {r.output[-400:]}")
         wall_serial, wall_parallel = fit(cold1.wall, coldn.wall, args.jobs)
-        # On N idle cores a -j N run lasts its parent's CPU time plus its workers' shared among them.
         parent = coldn.parent or 0.0
         workers = coldn.cpu - parent
         checking = cold1.cpu - parent  # what the -j 1 run did beyond what the -j N run's parent does
-        cpu_serial, cpu_parallel = fit(cold1.cpu, parent + workers / args.jobs, args.jobs)
+        cpu_serial, cpu_parallel = cpu_fit(cold1, coldn, args.jobs)
         print(f"  {'fit from wall times: serial, parallel':44} {wall_serial:8.2f} {wall_parallel:8.2f}")
         print(f"  {'fit from CPU times: serial, parallel':44} {cpu_serial:8.2f} {cpu_parallel:8.2f}")
         print(f"  {'  of which: parent CPU; workers CPU beyond -j 1':44} {parent:8.2f} {workers - checking:8.2f}")
@@ -413,7 +418,7 @@ def main() -> int:
         print(row("warm, not replayed (-o: from the result cache)", unreplayed))
         single = best(args.repeat, tree.command("--no-cache", one), **kwargs)
         print(row("one file (--no-cache)", single))
-        summary.append((tree.name, coldn.parent, cpu_serial, less_machine, coldn.idle, warm, single, paired))
+        summary.append((tree.name, coldn.parent, cpu_serial, less_machine, coldn.idle, warm, single, paired, counted))
 
     peer_rows = {}
     if ruff is not None:
@@ -432,12 +437,14 @@ def main() -> int:
     core_fits = by_cores(args, trees, folder, ruff) if args.cores else []
 
     print("\nsummary (targets: serial under 0.3 s; warm at most 1.5x ruff's cold run)")
-    for name, parent, serial, less_machine, idle, warm, single, paired in summary:
+    for name, parent, serial, less_machine, idle, warm, single, paired, counted in summary:
         line = f"  {name}: parent CPU {parent or 0:.2f} s, serial (CPU fit) {serial:.2f} s"
-        if paired is not None:
-            line += f", paired fits' medians {paired[0][0]:.2f} s wall, {paired[1][0]:.2f} s CPU"
         if less_machine is not None:
             line += f" ({less_machine:.2f} s less the side-by-side slowdown)"
+        if paired is not None:
+            line += f", paired fits' medians {paired[0][0]:.2f} s wall, {paired[1][0]:.2f} s CPU"
+        if counted is not None:
+            line += f", instruction fit {counted[3] / 1e9:.2f} G ({counted[4]:.2f} s at the -j 1 rate)"
         if idle is not None:
             line += f", timeline {idle:.2f} s"
         if "ruff cold" in peer_rows:
